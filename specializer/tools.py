@@ -1,0 +1,39 @@
+"""Locating the external tools, with the Debian package that provides each."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from .errors import UserError
+
+# tool -> Debian package that installs it
+PACKAGES = {
+    "clang-19": "clang-19",
+    "llvm-link-19": "llvm-19",
+    "arm-none-eabi-gcc": "gcc-arm-none-eabi",
+    "arm-none-eabi-objdump": "binutils-arm-none-eabi",
+    "qemu-system-arm": "qemu-system-arm",
+    "cc": "gcc",
+}
+
+
+def find_tool(name: str) -> str:
+    """Absolute path of `name` on PATH, or a UserError naming the package to install."""
+    path = shutil.which(name)
+    if path is None:
+        pkg = PACKAGES.get(name, name)
+        raise UserError(f"'{name}' not found on PATH: install it with 'apt-get install {pkg}'")
+    return path
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def build_dir() -> Path:
+    """Where fetched sources and built helpers are cached (SPECIALIZER_BUILD_DIR overrides)."""
+    d = Path(os.environ.get("SPECIALIZER_BUILD_DIR", repo_root() / "build"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
