@@ -1,0 +1,13 @@
+/* Scalar math functions that XLA's CPU IR calls by name but does not define.
+ *
+ * XLA emits `call float @xla.tanh.f32(float)` and `@xla.erf.f32`; its own runtime defines them
+ * with polynomial approximations. Here they map onto newlib's libm, which is accurate to a few
+ * ulp (JAX's reference values come from XLA's approximations, also within a few ulp).
+ * The vector forms (`xla.tanh.v8f32`, ...) are generated as IR by specializer/intrinsics.py. */
+#include <math.h>
+
+float libjit_xla_tanh_f32(float x) __asm__("xla.tanh.f32");
+float libjit_xla_erf_f32(float x) __asm__("xla.erf.f32");
+
+float libjit_xla_tanh_f32(float x) { return tanhf(x); }
+float libjit_xla_erf_f32(float x) { return erff(x); }

@@ -1,0 +1,236 @@
+"""capture: a JAX function -> one Cortex-M4 LLVM module (model.ll) + manifest (model.json).
+
+Stages: run JAX under XLA's dump flags in a child process (capture_worker), decode the
+executable's thunk sequence, lower it onto a static memory plan (memplan) and an entry
+function (entry), and link XLA's kernels, normalized and retargeted, into one module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import codegen, entry, intrinsics, memplan, xla_executable as xe
+from .errors import UserError
+from .manifest import Manifest, Tensor, flat
+from .normalize import normalize
+from .retarget import DATALAYOUT, TRIPLE, retarget
+from .thunks import Conditional, Copy, Kernel, Slice, While
+from .xla_dump import Dump, entry_computation, locate, read_dump
+
+BASE_FLAGS = ["--xla_dump_hlo_as_text", "--xla_dump_large_constants"]
+# Lets XLA emit its dots as LLVM IR instead of leaving them to a runtime library call.
+IR_DOT_FLAGS = ["--xla_cpu_multi_thread_eigen=false",
+                "--xla_backend_extra_options=xla_force_enable_experimental_llvm_ir_gemm"]
+
+
+@dataclass(frozen=True)
+class Captured:
+    model_ll: Path
+    manifest_json: Path
+    manifest: Manifest
+
+
+def _sanitize(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str]) -> None:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = " ".join([f"--xla_dump_to={workdir / 'dump'}", *BASE_FLAGS, *xla_flags])
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    cpu = min(os.sched_getaffinity(0))
+    # one visible CPU: XLA then emits every kernel as a single workgroup
+    proc = subprocess.run([sys.executable, "-m", "specializer.capture_worker", str(source), function,
+                           str(workdir)], env=env, capture_output=True, text=True,
+                          preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        errs = [ln for ln in lines if ln.startswith("error:")]
+        msg = errs[-1][len("error:"):].strip() if errs else (lines[-1] if lines else "no output")
+        raise UserError(f"capture of {source}:{function} failed: {msg}")
+
+
+class _Lowering:
+    """Executable thunks -> specializer.thunks, refusing what has no lowering yet."""
+
+    def __init__(self, dump: Dump):
+        self.dump = dump
+        self.instrs = {i.name: i for c in dump.hlo.values() for i in c.instructions}
+
+    def unsupported(self, t: xe.Thunk) -> UserError:
+        ins = self.instrs.get(t.op_name)
+        what = f"{ins.opcode} {ins.shape}" if ins else t.kind
+        if ins is not None and ins.opcode == "custom-call":
+            what += f" (target {ins.attr('custom_call_target')})"
+        return UserError(f"unsupported op: {t.kind} thunk for HLO instruction '{t.op_name}' ({what}): "
+                         "no LLVM IR and no libjit kernel for it")
+
+    @staticmethod
+    def slice(s) -> Slice:
+        return Slice(s.allocation, s.offset, s.size)
+
+    def sequence(self, thunks) -> tuple:
+        out = []
+        for t in thunks:
+            if isinstance(t, xe.KernelThunk):
+                args = tuple(self.slice(a.slice) for a in t.arguments + t.results)
+                out.append(Kernel(t.kernel_name, args, tuple(t.num_workgroups)))
+            elif isinstance(t, xe.CopyThunk):
+                if t.src.shape and t.dst.shape and t.src.shape != t.dst.shape:
+                    raise self.unsupported(t)  # a layout-changing copy is a transpose
+                out.append(Copy(self.slice(t.src.slice), self.slice(t.dst.slice)))
+            elif isinstance(t, xe.WhileThunk):
+                out.append(While(self.sequence(t.cond_sequence), self.slice(t.cond_buffer),
+                                 self.sequence(t.body_sequence), t.trip_count))
+            elif isinstance(t, xe.ConditionalThunk):
+                s = t.branch_index_buffer
+                is_pred = s.size == 1
+                out.append(Conditional(self.slice(s), is_pred, tuple(self.sequence(b) for b in t.branches)))
+            elif isinstance(t, xe.CallThunk):
+                out.extend(self.sequence(t.called_sequence))
+            else:
+                raise self.unsupported(t)
+        return tuple(out)
+
+
+def _resolve_output(dump: Dump, comp, name: str, index: tuple[int, ...]) -> tuple[int, int, int]:
+    """(allocation, offset, size) of `name{index}`, looking through tuples and calls."""
+    try:
+        alloc, v = locate(dump.allocations, name, index)
+        return alloc, v.offset, v.size
+    except KeyError:
+        pass
+    ins = comp.get(name)
+    if ins.opcode == "tuple":
+        return _resolve_output(dump, comp, ins.operands[index[0]], index[1:])
+    if ins.opcode == "get-tuple-element":
+        return _resolve_output(dump, comp, ins.operands[0], (int(ins.attr("index")),) + index)
+    if ins.opcode in ("bitcast", "copy") and ins.opcode == "bitcast":
+        return _resolve_output(dump, comp, ins.operands[0], index)
+    if ins.opcode == "call":
+        callee = dump.hlo[ins.attr("to_apply")]
+        return _resolve_output(dump, callee, callee.root.name, index)
+    raise UserError(f"capture: cannot find the buffer of output {name}{{{index}}}")
+
+
+def _kernel_sources(dump: Dump) -> dict[str, Path]:
+    found = {}
+    for path in dump.kernel_ir().values():
+        for m in re.finditer(r'^define ptr @"?([^"(\s]+)"?\(ptr', path.read_text(), re.M):
+            found[m.group(1)] = path
+    return found
+
+
+def _kernels_in(thunks: tuple) -> list[str]:
+    names = []
+    for t in thunks:
+        if isinstance(t, Kernel):
+            names.append(t.name)
+        elif isinstance(t, While):
+            names += _kernels_in(t.cond) + _kernels_in(t.body)
+        elif isinstance(t, Conditional):
+            for b in t.branches:
+                names += _kernels_in(b)
+    return list(dict.fromkeys(names))
+
+
+def build_module(workdir: Path, function: str) -> tuple[str, Manifest]:
+    meta = json.loads((workdir / "io.json").read_text())
+    io = np.load(workdir / "io.npz")
+    dump = read_dump(workdir / "dump")
+    exe = xe.decode_executable((workdir / "executable.bin").read_bytes())
+    thunks = _Lowering(dump).sequence(exe.thunks)
+    prefix = _sanitize(function)
+    params = meta["params"]
+
+    # outputs: where the ENTRY root's leaves live
+    comp = entry_computation(dump.hlo)
+    n_out = meta["n_outputs"]
+    root_is_tuple = comp.root.shape.startswith("(")
+    leaves = [(i,) if root_is_tuple else () for i in range(n_out)]
+    out_slices = [_resolve_output(dump, comp, comp.root.name, idx) for idx in leaves]
+    output_allocs: dict[int, int] = {}
+    for k, (alloc, _, _) in enumerate(out_slices):
+        output_allocs.setdefault(alloc, k)
+    constants = {i: np.frombuffer(b, dtype=np.uint8) for i, b in exe.constants.items()}
+    missing = [a for a in dump.allocations.values() if a.kind == "constant" and a.index not in constants]
+    if missing:
+        raise UserError(f"capture: no value for XLA constant allocation {missing[0].index}")
+    values = {i: io[f"arg{i}"] for i in range(len(params))}
+    plan = memplan.plan(prefix, dump.allocations, params, values, constants, output_allocs)
+    entry_name = f"{prefix}_run"
+    entry_ir = entry.generate(entry_name, thunks, plan)
+
+    header = f'target datalayout = "{DATALAYOUT}"\ntarget triple = "{TRIPLE}"\n\n'
+    modules = [codegen.parse(f"; ModuleID = '{prefix}'\n" + header + entry_ir, f"{prefix}.entry.ll")]
+    sources = _kernel_sources(dump)
+    kernel_texts = []
+    for name in _kernels_in(thunks):
+        if name not in sources:
+            raise UserError(f"capture: XLA wrote no IR for kernel '{name}'")
+        text = retarget(normalize(sources.pop(name).read_text()))
+        kernel_texts.append(text)
+        modules.append(codegen.parse(text, f"{name}.ll"))
+        # a kernel module may hold several kernels; the file is consumed once
+        for other, p in list(sources.items()):
+            if p.name == modules[-1].name:
+                sources.pop(other)
+    wrappers = intrinsics.vector_wrappers("\n".join(kernel_texts))
+    if wrappers:
+        modules.append(codegen.parse(header + wrappers, "xla_vector_math.ll"))
+    linked = codegen.link(modules)
+    linked.name = prefix
+
+    def tensor(name, arr, sym, off=0, data=True):
+        return Tensor(name, tuple(int(d) for d in arr.shape), str(arr.dtype), sym, off,
+                      flat(arr) if data else ())
+
+    inputs = tuple(tensor(p["name"], values[i], plan.places[_param_alloc(dump, i)][0])
+                   for i, p in enumerate(params) if not p["weight"])
+    weights = tuple(tensor(p["name"], values[i], plan.places[_param_alloc(dump, i)][0], data=False)
+                    for i, p in enumerate(params) if p["weight"])
+    outputs = []
+    for k, (alloc, off, _) in enumerate(out_slices):
+        sym, base = plan.places[alloc]
+        outputs.append(tensor(f"out{k}", io[f"out{k}"], sym, base + off))
+    manifest = Manifest(function, entry_name, inputs, tuple(outputs), weights, meta["versions"])
+    return str(linked), manifest
+
+
+def _param_alloc(dump: Dump, number: int) -> int:
+    for a in dump.allocations.values():
+        if a.kind == "parameter" and a.parameter == number:
+            return a.index
+    raise UserError(f"capture: parameter {number} has no buffer (unused parameters are kept)")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def capture(source: Path, function: str, out_dir: Path, ir_dots: bool = False) -> Captured:
+    source = Path(source).resolve()
+    if not source.is_file():
+        raise UserError(f"{source}: no such file")
+    out_dir = Path(out_dir)
+    with tempfile.TemporaryDirectory(prefix="specializer-capture-") as tmp:
+        work = Path(tmp)
+        run_worker(source, function, work, IR_DOT_FLAGS if ir_dots else [])
+        text, manifest = build_module(work, function)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ll, js = out_dir / "model.ll", out_dir / "model.json"
+    _write_atomic(ll, text)
+    _write_atomic(js, manifest.dumps())
+    return Captured(ll, js, manifest)

@@ -1,0 +1,72 @@
+"""Child process of `capture`: runs JAX with XLA's dump flags on one visible CPU.
+
+XLA reads XLA_FLAGS once, when the CPU backend starts, and splits kernels into as many
+workgroups as there are CPUs at compile time; so capture always happens in a fresh process
+whose environment and CPU affinity the parent sets. Writes into OUT:
+  executable.bin  the serialized XLA:CPU executable (thunk sequence, buffer assignment)
+  io.npz          example inputs, weights and JAX's reference outputs
+  io.json         names, order and versions
+  dump/           XLA's dump (ir-no-opt.ll per kernel, scheduled HLO, buffer assignment)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def load_function(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(f"_specializer_model_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"error: cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    spec.loader.exec_module(module)
+    fn = getattr(module, name, None)
+    if fn is None or not callable(fn):
+        raise SystemExit(f"error: {path} defines no function '{name}'")
+    return fn
+
+
+def main(argv: list[str]) -> None:
+    path, name, out = Path(argv[0]), argv[1], Path(argv[2])
+    import jax  # after the parent set XLA_FLAGS and the affinity
+
+    fn = load_function(path, name)
+    inputs = dict(getattr(fn, "example_inputs", {}) or {})
+    weights = dict(getattr(fn, "weights", {}) or {})
+    params = list(inspect.signature(fn).parameters)
+    missing = [p for p in params if p not in inputs and p not in weights]
+    extra = [k for k in list(inputs) + list(weights) if k not in params]
+    if missing or extra:
+        raise SystemExit(f"error: {name}: every parameter needs an example input or a weight "
+                         f"(missing: {', '.join(missing) or '-'}; unknown: {', '.join(extra) or '-'})")
+    args = [np.asarray(inputs[p] if p in inputs else weights[p]) for p in params]
+    for p, a in zip(params, args):
+        if a.dtype == np.float64 or a.dtype == np.int64:
+            raise SystemExit(f"error: {name}: parameter '{p}' is {a.dtype}; use 32-bit types "
+                             "(float32/int32), the Cortex-M4 target has no 64-bit floats")
+    jitted = jax.jit(fn, keep_unused=True)  # keep parameter numbers equal to positions
+    compiled = jitted.lower(*args).compile()
+    results = jax.tree.leaves(compiled(*args))
+    exe = compiled.runtime_executable()
+    (out / "executable.bin").write_bytes(exe.client.serialize_executable(exe))
+    arrays = {f"arg{i}": a for i, a in enumerate(args)}
+    arrays.update({f"out{i}": np.asarray(r) for i, r in enumerate(results)})
+    np.savez(out / "io.npz", **arrays)
+    meta = {
+        "function": name,
+        "params": [{"name": p, "weight": p in weights} for p in params],
+        "n_outputs": len(results),
+        "versions": {"jax": jax.__version__, "jaxlib": __import__("jaxlib").__version__},
+    }
+    (out / "io.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

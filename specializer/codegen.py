@@ -1,0 +1,84 @@
+"""llvmlite layer: parse, link, optimize and emit Thumb objects for Cortex-M4."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from .errors import UserError
+from .retarget import CPU, FEATURES, TRIPLE
+
+_initialized = False
+
+
+def _init() -> None:
+    global _initialized
+    if not _initialized:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        _initialized = True
+
+
+def target_machine(opt: int = 2) -> llvm.TargetMachine:
+    _init()
+    target = llvm.Target.from_triple(TRIPLE)
+    return target.create_target_machine(cpu=CPU, features=FEATURES, opt=opt, reloc="static",
+                                        codemodel="default")
+
+
+def parse(text: str, where: str) -> llvm.ModuleRef:
+    """Parse IR text; a syntax error becomes one line: `where:LINE:COL: message`."""
+    _init()
+    try:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+    except RuntimeError as e:
+        msg = str(e)
+        m = re.search(r"<string>:(\d+):(\d+): error: (.*)", msg)
+        if m:
+            raise UserError(f"{where}:{m.group(1)}:{m.group(2)}: error: {m.group(3)}") from None
+        detail = " ".join(line.strip() for line in msg.splitlines()[1:3] if line.strip())
+        raise UserError(f"{where}: invalid IR: {detail or msg}") from None
+    mod.name = Path(where).name
+    return mod
+
+
+def parse_bitcode(path: Path) -> llvm.ModuleRef:
+    _init()
+    try:
+        return llvm.parse_bitcode(path.read_bytes())
+    except RuntimeError as e:
+        raise UserError(f"{path}: unreadable bitcode: {e}") from None
+
+
+def link(modules: list[llvm.ModuleRef]) -> llvm.ModuleRef:
+    """Link modules in order into the first; a clash becomes a link error naming the symbol."""
+    dst = modules[0]
+    for src in modules[1:]:
+        try:
+            dst.link_in(src)
+        except RuntimeError as e:
+            raise UserError(f"link error: {str(e).strip().splitlines()[-1]}") from None
+    return dst
+
+
+def optimize(mod: llvm.ModuleRef, level: int = 2, tm: llvm.TargetMachine | None = None) -> None:
+    """LLVM's standard -O<level> module pipeline, in place."""
+    tm = tm or target_machine(level)
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(mod, pb)
+
+
+def emit_object(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None) -> bytes:
+    tm = tm or target_machine()
+    mod.triple = TRIPLE
+    return tm.emit_object(mod)
+
+
+def emit_assembly(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None) -> str:
+    tm = tm or target_machine()
+    return tm.emit_assembly(mod)

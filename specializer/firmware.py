@@ -1,0 +1,149 @@
+"""Link a model object with the QEMU harness into an mps2-an386 firmware ELF.
+
+The linker script gives the model object output sections of its own (.model.text, ...), so
+its sizes are read off the ELF apart from the harness, libc and libm.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from elftools.elf.elffile import ELFFile
+
+from .errors import UserError
+from .manifest import Manifest, Tensor
+from .tools import find_tool
+
+GCC_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O2",
+             "-ffunction-sections", "-fdata-sections", "-fno-common"]
+
+SECTION_KINDS = ("text", "rodata", "data", "bss")
+
+
+@dataclass(frozen=True)
+class Firmware:
+    elf: Path
+    entry_addr: int  # first instruction of the model's entry function (Thumb bit cleared)
+    stop_addr: int  # where the measurement window closes (harness_measure_return)
+    model_sizes: dict  # section kind -> bytes of the model object in the ELF
+    library_sizes: dict  # section kind -> bytes of everything else: harness, libc, libm
+
+
+LINKER_SCRIPT = """\
+/* mps2-an386: 4 MiB flash-like memory at 0x0, 4 MiB RAM at 0x20000000. */
+MEMORY
+{{
+  FLASH (rx) : ORIGIN = 0x00000000, LENGTH = 4M
+  RAM (rwx)  : ORIGIN = 0x20000000, LENGTH = 4M
+}}
+ENTRY(harness_reset)
+SECTIONS
+{{
+  .vectors : {{ KEEP(*(.vectors)) }} > FLASH
+  .model.text : ALIGN(4) {{ {model}(.text .text.*) }} > FLASH
+  .model.rodata : ALIGN(64) {{ {model}(.rodata .rodata.*) }} > FLASH
+  .text : ALIGN(4) {{ *(.text .text.*) }} > FLASH
+  .rodata : ALIGN(8) {{ *(.rodata .rodata.*) }} > FLASH
+  .ARM.exidx : {{ *(.ARM.exidx*) }} > FLASH
+  /* one RAM data region (one copy loop); model parts are marked for the size report */
+  .data : ALIGN(64) {{ __data_start = .; __model_data_start = .; {model}(.data .data.*)
+      __model_data_end = .; *(.data .data.*) . = ALIGN(4); __data_end = .; }} > RAM AT > FLASH
+  __data_load = LOADADDR(.data);
+  .bss (NOLOAD) : ALIGN(64) {{ __bss_start = .; __model_bss_start = .; {model}(.bss .bss.* COMMON)
+      __model_bss_end = .; *(.bss .bss.* COMMON) . = ALIGN(4); __bss_end = .; }} > RAM
+  __stack_top = ORIGIN(RAM) + LENGTH(RAM);
+}}
+"""
+
+
+def _c_array(name: str, t: Tensor, values: np.ndarray) -> str:
+    raw = np.ascontiguousarray(values, dtype=t.dtype).tobytes()
+    raw += b"\0" * (-len(raw) % 4)
+    words = np.frombuffer(raw, dtype="<u4") if raw else np.zeros(1, "<u4")
+    body = ",".join(f"0x{int(w):08x}u" for w in words)
+    return f"static const uint32_t {name}[{len(words)}] = {{{body}}};\n"
+
+
+def _tensor_row(t: Tensor, data_name: str) -> str:
+    kind = "HARNESS_F32" if t.dtype == "float32" else "HARNESS_EXACT"
+    count = int(np.prod(t.shape, dtype=np.int64))
+    return (f"  {{(uint8_t *){t.symbol} + {t.offset}, {data_name}, {count}u, "
+            f"{np.dtype(t.dtype).itemsize}u, {kind}}},\n")
+
+
+def io_source(manifest: Manifest) -> str:
+    """The generated half of the harness: inputs, reference outputs and the entry pointer."""
+    out = ['#include <stdint.h>\n#include "harness.h"\n\n']
+    for sym in sorted({t.symbol for t in manifest.inputs + manifest.outputs}):
+        out.append(f"extern uint8_t {sym}[];\n")
+    out.append(f"extern void {manifest.entry}(void);\n")
+    out.append(f"void (*const harness_entry_fn)(void) = {manifest.entry};\n")
+    out.append(f"const float HARNESS_RTOL = {manifest.rtol!r}f, HARNESS_ATOL = {manifest.atol!r}f;\n\n")
+    for i, t in enumerate(manifest.inputs):
+        out.append(_c_array(f"in{i}", t, t.array()))
+    for i, t in enumerate(manifest.outputs):
+        out.append(_c_array(f"ref{i}", t, t.array()))
+    # C forbids empty initializers: a dummy row keeps zero-input models compiling
+    out.append("const struct harness_tensor harness_inputs[] = {\n")
+    out += [_tensor_row(t, f"in{i}") for i, t in enumerate(manifest.inputs)] or ["  {0, 0, 0, 0, 0},\n"]
+    out.append("};\nconst struct harness_tensor harness_outputs[] = {\n")
+    out += [_tensor_row(t, f"ref{i}") for i, t in enumerate(manifest.outputs)]
+    out.append("};\n")
+    out.append(f"const unsigned harness_n_inputs = {len(manifest.inputs)}u;\n")
+    out.append(f"const unsigned harness_n_outputs = {len(manifest.outputs)}u;\n")
+    return "".join(out)
+
+
+def _run(cmd: list, what: str) -> None:
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if r.returncode != 0:
+        lines = [ln for ln in (r.stderr or r.stdout).splitlines() if "error" in ln.lower()]
+        first = (lines or (r.stderr or r.stdout).strip().splitlines() or ["(no output)"])[0]
+        raise UserError(f"{what} failed: {first.strip()}")
+
+
+def build(model_obj: Path, manifest: Manifest, workdir: Path, libs: tuple[Path, ...] = ()) -> Firmware:
+    gcc = find_tool("arm-none-eabi-gcc")
+    workdir.mkdir(parents=True, exist_ok=True)
+    harness_dir = Path(str(resources.files("specializer") / "harness"))
+    io_c = workdir / "io.c"
+    io_c.write_text(io_source(manifest))
+    objs = []
+    for src in (harness_dir / "startup.S", harness_dir / "harness.c", io_c):
+        obj = workdir / (src.stem + ".o")
+        _run([gcc, *GCC_FLAGS, f"-I{harness_dir}", "-c", src, "-o", obj], f"compiling harness {src.name}")
+        objs.append(obj)
+    ld = workdir / "link.ld"
+    ld.write_text(LINKER_SCRIPT.format(model="*" + model_obj.name))
+    elf = workdir / "firmware.elf"
+    _run([gcc, *GCC_FLAGS, "-nostartfiles", "-T", ld, "-Wl,--gc-sections", *objs, model_obj, *libs,
+          "-Wl,--start-group", "-lm", "-lc", "-lnosys", "-lgcc", "-Wl,--end-group", "-o", elf],
+         "linking firmware")
+    return _inspect(elf, manifest.entry)
+
+
+def _inspect(elf: Path, entry: str) -> Firmware:
+    with open(elf, "rb") as f:
+        e = ELFFile(f)
+        symtab = e.get_section_by_name(".symtab")
+
+        def sym(name: str) -> int:
+            found = symtab.get_symbol_by_name(name)
+            if not found:
+                raise UserError(f"{elf}: symbol '{name}' missing from the firmware")
+            return found[0]["st_value"] & ~1
+
+        model, lib = dict.fromkeys(SECTION_KINDS, 0), dict.fromkeys(SECTION_KINDS, 0)
+        for s in e.iter_sections():
+            if s.name in (".model.text", ".model.rodata"):
+                model[s.name[7:]] = s["sh_size"]
+            elif s.name.lstrip(".") in SECTION_KINDS:
+                lib[s.name.lstrip(".")] = s["sh_size"]
+        for kind in ("data", "bss"):
+            model[kind] = sym(f"__model_{kind}_end") - sym(f"__model_{kind}_start")
+            lib[kind] -= model[kind]
+        return Firmware(elf, sym(entry), sym("harness_measure_return"), model, lib)

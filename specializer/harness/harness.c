@@ -1,0 +1,101 @@
+/* Harness main: feed the inputs, run the entry once under measurement, print the outputs,
+ * compare them with JAX's reference, exit through semihosting with 0 (match) or 1 (mismatch).
+ * The model-specific tables come from the generated io.c. */
+#include <stdint.h>
+#include <string.h>
+
+#include "harness.h"
+
+static int semihost(int op, const void *arg) {
+    register int r0 __asm__("r0") = op;
+    register const void *r1 __asm__("r1") = arg;
+    __asm__ volatile("bkpt 0xab" : "+r"(r0) : "r"(r1) : "memory");
+    return r0;
+}
+
+static void put(const char *s) { semihost(0x04, s); } /* SYS_WRITE0 */
+
+void harness_exit(int code) {
+    /* SYS_EXIT_EXTENDED: ADP_Stopped_ApplicationExit with an exit code QEMU passes on */
+    uint32_t block[2] = {0x20026, (uint32_t)code};
+    semihost(0x20, block);
+    for (;;) {
+    }
+}
+
+static char *hex32(char *p, uint32_t v) {
+    for (int i = 7; i >= 0; i--) *p++ = "0123456789abcdef"[(v >> (4 * i)) & 0xF];
+    return p;
+}
+
+static void put_line_u32(const char *tag, uint32_t a, uint32_t b) {
+    char buf[64], *p = buf;
+    while (*tag) *p++ = *tag++;
+    *p++ = ' '; *p++ = '0'; *p++ = 'x';
+    p = hex32(p, a);
+    *p++ = ' '; *p++ = '0'; *p++ = 'x';
+    p = hex32(p, b);
+    *p++ = '\n';
+    *p = 0;
+    put(buf);
+}
+
+void harness_report_fault(uint32_t pc) {
+    char buf[40] = "hard fault at PC 0x", *p = buf + 19;
+    p = hex32(p, pc);
+    *p++ = '\n';
+    *p = 0;
+    put(buf);
+    harness_exit(3);
+}
+
+/* Outputs as raw little-endian hex words, 8 per line: Python recomputes the errors exactly. */
+static void dump(unsigned index, const uint8_t *data, uint32_t bytes) {
+    char buf[8 * 9 + 24], *p;
+    put_line_u32("output", index, bytes);
+    for (uint32_t i = 0; i < bytes;) {
+        p = buf;
+        for (int w = 0; w < 8 && i < bytes; w++, i += 4) {
+            uint32_t v = 0;
+            for (uint32_t k = 0; k < 4 && i + k < bytes; k++) v |= (uint32_t)data[i + k] << (8 * k);
+            p = hex32(p, v);
+            *p++ = ' ';
+        }
+        p[-1] = '\n';
+        *p = 0;
+        put(buf);
+    }
+}
+
+static float fabs_(float x) { return x < 0 ? -x : x; }
+
+static int matches(const struct harness_tensor *t) {
+    for (uint32_t i = 0; i < t->count; i++) {
+        if (t->kind == HARNESS_F32) {
+            float a = ((const float *)t->model)[i], b = ((const float *)t->data)[i];
+            float scale = fabs_(b) > HARNESS_ATOL ? fabs_(b) : HARNESS_ATOL;
+            if (!(fabs_(a - b) <= HARNESS_RTOL * scale)) return 0; /* NaN fails too */
+        } else {
+            uint32_t w = t->elem_bytes;
+            if (memcmp((const uint8_t *)t->model + i * w, (const uint8_t *)t->data + i * w, w)) return 0;
+        }
+    }
+    return 1;
+}
+
+int main(void) {
+    for (unsigned i = 0; i < harness_n_inputs; i++)
+        memcpy(harness_inputs[i].model, harness_inputs[i].data, harness_inputs[i].count * harness_inputs[i].elem_bytes);
+    uint32_t calib = harness_measure(harness_empty);
+    uint32_t ticks = harness_measure(harness_entry_fn);
+    put_line_u32("counter", ticks, calib);
+    int ok = 1;
+    for (unsigned i = 0; i < harness_n_outputs; i++) {
+        const struct harness_tensor *t = &harness_outputs[i];
+        dump(i, (const uint8_t *)t->model, t->count * t->elem_bytes);
+        ok &= matches(t);
+    }
+    put(ok ? "result match\n" : "result MISMATCH\n");
+    harness_exit(ok ? 0 : 1);
+    return 0;
+}

@@ -1,0 +1,25 @@
+#ifndef HARNESS_H
+#define HARNESS_H
+#include <stdint.h>
+
+enum { HARNESS_F32 = 0, HARNESS_EXACT = 1 };
+
+struct harness_tensor {
+    void *model;      /* the model's global (plus offset) */
+    const void *data; /* example input, or JAX's reference output */
+    uint32_t count;
+    uint32_t elem_bytes;
+    uint32_t kind;
+};
+
+extern const struct harness_tensor harness_inputs[];
+extern const struct harness_tensor harness_outputs[];
+extern const unsigned harness_n_inputs, harness_n_outputs;
+extern const float HARNESS_RTOL, HARNESS_ATOL;
+extern void (*const harness_entry_fn)(void);
+
+uint32_t harness_measure(void (*fn)(void));
+void harness_empty(void);
+void harness_exit(int code);
+void harness_report_fault(uint32_t pc);
+#endif

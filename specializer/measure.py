@@ -1,0 +1,120 @@
+"""Build a model.ll for Cortex-M4, run it on QEMU, and measure it: one result row."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import codegen, cycles, firmware, libjit, qemu
+from .errors import UserError
+from .manifest import Manifest
+from .retarget import TRIPLE
+
+
+@dataclass(frozen=True)
+class Row:
+    model: str
+    status: str  # pass | FAIL
+    max_abs_err: float
+    max_rel_err: float
+    text: int
+    rodata: int
+    data: int
+    bss: int
+    insns: int
+    cycles: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def compile_model(model_ll: Path, workdir: Path) -> Path:
+    """model.ll + libjit bitcode -> one optimized Thumb object (LLVM -O2)."""
+    mod = codegen.parse(Path(model_ll).read_text(), str(model_ll))
+    if mod.triple not in (TRIPLE, "thumbv7em-none-eabihf"):
+        raise UserError(f"{model_ll}: target triple is '{mod.triple}', expected {TRIPLE} "
+                        "(capture a model with 'specialize capture')")
+    lib = codegen.parse_bitcode(libjit.build().bitcode)
+    mod = codegen.link([mod, lib])
+    codegen.optimize(mod, 2)
+    obj = workdir / "model.o"
+    obj.write_bytes(codegen.emit_object(mod))
+    return obj
+
+
+_OUTPUT = re.compile(r"^output 0x([0-9a-f]{8}) 0x([0-9a-f]{8})$")
+
+
+def read_outputs(stdout: str, manifest: Manifest) -> list[np.ndarray]:
+    """The output dumps the harness printed, decoded into arrays."""
+    lines = stdout.splitlines()
+    outs = []
+    i = 0
+    while i < len(lines):
+        m = _OUTPUT.match(lines[i].strip())
+        i += 1
+        if not m:
+            continue
+        nbytes = int(m.group(2), 16)
+        words = []
+        while len(words) * 4 < nbytes:
+            words += [int(w, 16) for w in lines[i].split()]
+            i += 1
+        raw = np.asarray(words, dtype="<u4").tobytes()[:nbytes]
+        t = manifest.outputs[int(m.group(1), 16)]
+        outs.append(np.frombuffer(raw, dtype=t.dtype).reshape(t.shape))
+    if len(outs) != len(manifest.outputs):
+        raise UserError(f"firmware printed {len(outs)} of {len(manifest.outputs)} outputs")
+    return outs
+
+
+def errors(got: list[np.ndarray], manifest: Manifest) -> tuple[float, float, bool]:
+    """(max abs error, max rel error, within tolerance) over all outputs.
+
+    rel = |got - ref| / max(|ref|, atol): relative where the reference is not tiny."""
+    max_abs = max_rel = 0.0
+    ok = True
+    for g, t in zip(got, manifest.outputs):
+        ref = t.array()
+        if ref.dtype.kind == "f":
+            g64, r64 = g.astype(np.float64), ref.astype(np.float64)
+            diff = np.abs(g64 - r64)
+            rel = diff / np.maximum(np.abs(r64), manifest.atol)
+            if diff.size:
+                max_abs = max(max_abs, float(np.nanmax(diff)) if not np.isnan(diff).any() else float("inf"))
+                max_rel = max(max_rel, float(np.max(rel)) if not np.isnan(rel).any() else float("inf"))
+            ok &= bool(np.all(rel <= manifest.rtol))
+        else:
+            diff = np.abs(g.astype(np.int64) - ref.astype(np.int64))
+            if diff.size:
+                max_abs = max(max_abs, float(diff.max()))
+            ok &= bool(np.all(diff == 0))
+    return max_abs, max_rel, ok
+
+
+def run_model(model_ll: Path, workdir: Path, manifest: Manifest | None = None,
+              method: str = "plugin", timeout: float = 120) -> tuple[Row, qemu.RunResult]:
+    model_ll = Path(model_ll)
+    manifest = manifest or Manifest.load(model_ll.with_name("model.json"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    obj = compile_model(model_ll, workdir)
+    fw = firmware.build(obj, manifest, workdir)
+    result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout)
+    got = read_outputs(result.stdout, manifest)
+    max_abs, max_rel, ok = errors(got, manifest)
+    harness_ok = result.exit_code == 0
+    if ok != harness_ok:  # the two comparisons must agree; if not, trust neither
+        ok = False
+    if method == "plugin":
+        est = cycles.estimate(result.profile)
+        insns, cyc = est.insns, est.cycles
+    else:
+        insns, cyc = result.counter_insns, 0
+    row = Row(manifest.function, "pass" if ok else "FAIL", max_abs, max_rel,
+              fw.model_sizes["text"], fw.model_sizes["rodata"], fw.model_sizes["data"],
+              fw.model_sizes["bss"], insns, cyc)
+    return row, result

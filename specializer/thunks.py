@@ -1,0 +1,52 @@
+"""The program capture lowers: XLA's thunk sequence, as plain data.
+
+A thunk sequence is a tuple of these nodes, in execution order. Buffers are slices of XLA's
+allocations; the memory plan gives each allocation a static address.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Slice:
+    alloc: int
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """`ptr @name(ptr %frame)` from XLA's IR, called once per workgroup."""
+    name: str
+    args: tuple[Slice, ...]
+    workgroups: tuple[int, int, int] = (1, 1, 1)
+
+
+@dataclass(frozen=True)
+class Copy:
+    src: Slice
+    dst: Slice
+
+
+@dataclass(frozen=True)
+class While:
+    cond: tuple  # thunks computing the predicate
+    pred: Slice  # pred[] buffer the condition writes
+    body: tuple
+    trip_count: int | None = None
+
+
+@dataclass(frozen=True)
+class Conditional:
+    index: Slice  # pred[] (true -> branch 0) or s32[] (out of range -> last branch)
+    index_is_pred: bool
+    branches: tuple  # one thunk sequence per branch
+
+
+@dataclass(frozen=True)
+class LibCall:
+    """A call of a libjit kernel for an op XLA leaves to its runtime (dot, convolution, ...)."""
+    function: str
+    args: tuple  # Slice (buffer address) or int (constant scalar, i32)
