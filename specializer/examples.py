@@ -1,0 +1,27 @@
+"""The bundled example models (examples/*.py): capture each, run it, one row each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .capture import capture
+from .errors import UserError
+from .measure import Row, run_model
+from .tools import repo_root
+
+EXAMPLES = ("quadratic", "elementwise", "softmax", "mlp", "loop", "while_loop", "cond")
+
+
+def example_path(name: str) -> Path:
+    return repo_root() / "examples" / f"{name}.py"
+
+
+def run_examples(names: list[str], out: Path) -> list[Row]:
+    rows = []
+    for name in names or EXAMPLES:
+        if not example_path(name).is_file():
+            raise UserError(f"no example named '{name}' (have: {', '.join(EXAMPLES)})")
+        c = capture(example_path(name), name, out / name)
+        row, _ = run_model(c.model_ll, out / name / "build")
+        rows.append(row)
+    return rows

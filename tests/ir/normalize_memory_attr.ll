@@ -1,0 +1,8 @@
+; `target_mem: none` inside memory(...) and denormal_fpenv(...) are unknown to LLVM 22.1.
+; CHECK: attributes #0 = { nounwind memory(argmem: read) }
+; CHECK-NOT: target_mem
+; CHECK-NOT: denormal_fpenv
+define void @f(ptr %p) #0 {
+  ret void
+}
+attributes #0 = { nounwind memory(argmem: read, target_mem: none) denormal_fpenv(preservesign) }
