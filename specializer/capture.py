@@ -144,10 +144,35 @@ def _kernels_in(thunks: tuple) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+# Ops XLA:CPU runs as runtime thunks, never as LLVM IR.
+RUNTIME_OPS = {"sort", "custom-call", "convolution", "fft", "triangular-solve", "cholesky",
+               "rng-bit-generator", "rng-get-and-update-state", "infeed", "outfeed", "all-reduce",
+               "all-gather", "all-to-all", "reduce-scatter", "collective-permute", "topk"}
+
+
+def _check_runtime_ops(dump: Dump) -> None:
+    """Refuse, by name, the first op that only XLA's runtime could execute."""
+    fused = {i.attr("calls") for c in dump.hlo.values() for i in c.instructions if i.opcode == "fusion"}
+    for comp in dump.hlo.values():
+        if comp.name in fused:
+            continue
+        for ins in comp.instructions:
+            if ins.opcode in RUNTIME_OPS:
+                what = f"{ins.opcode} {ins.shape}"
+                if ins.opcode == "custom-call":
+                    what += f" (target {ins.attr('custom_call_target')})"
+                raise UserError(f"unsupported op: HLO instruction '{ins.name}' ({what}): "
+                                "no LLVM IR and no libjit kernel for it")
+
+
 def build_module(workdir: Path, function: str) -> tuple[str, Manifest]:
     meta = json.loads((workdir / "io.json").read_text())
     io = np.load(workdir / "io.npz")
     dump = read_dump(workdir / "dump")
+    _check_runtime_ops(dump)
+    if (workdir / "executable.error").exists():
+        raise UserError("capture: XLA could not serialize the executable: "
+                        + (workdir / "executable.error").read_text().strip())
     exe = xe.decode_executable((workdir / "executable.bin").read_bytes())
     thunks = _Lowering(dump).sequence(exe.thunks)
     prefix = _sanitize(function)

@@ -55,7 +55,10 @@ def main(argv: list[str]) -> None:
     compiled = jitted.lower(*args).compile()
     results = jax.tree.leaves(compiled(*args))
     exe = compiled.runtime_executable()
-    (out / "executable.bin").write_bytes(exe.client.serialize_executable(exe))
+    try:
+        (out / "executable.bin").write_bytes(exe.client.serialize_executable(exe))
+    except Exception as e:  # e.g. sort: its comparator is not serializable; the parent says which op
+        (out / "executable.error").write_text(str(e).splitlines()[0] if str(e) else type(e).__name__)
     arrays = {f"arg{i}": a for i, a in enumerate(args)}
     arrays.update({f"out{i}": np.asarray(r) for i, r in enumerate(results)})
     np.savez(out / "io.npz", **arrays)

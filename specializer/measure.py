@@ -99,9 +99,9 @@ def errors(got: list[np.ndarray], manifest: Manifest) -> tuple[float, float, boo
 def run_model(model_ll: Path, workdir: Path, manifest: Manifest | None = None,
               method: str = "plugin", timeout: float = 120) -> tuple[Row, qemu.RunResult]:
     model_ll = Path(model_ll)
-    manifest = manifest or Manifest.load(model_ll.with_name("model.json"))
     workdir.mkdir(parents=True, exist_ok=True)
-    obj = compile_model(model_ll, workdir)
+    obj = compile_model(model_ll, workdir)  # first: a bad .ll is reported before a missing manifest
+    manifest = manifest or Manifest.load(model_ll.with_name("model.json"))
     fw = firmware.build(obj, manifest, workdir)
     result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout)
     got = read_outputs(result.stdout, manifest)
