@@ -44,8 +44,9 @@ class _Emitter:
         key = (k.name, k.args, k.workgroups, wg)
         if key in self.frames:
             return self.frames[key]
-        base = f"{k.name}.frame{wg}" if (k.name, 0) not in {(n, 0) for (n, *_r) in self.frames} else \
-            f"{k.name}.{len(self.frames)}.frame{wg}"
+        base = f"{k.name}.frame{wg}"
+        if base in self.frames.values():  # the same kernel called on other buffers
+            base = f"{k.name}.call{len(self.frames)}.frame{wg}"
         nwg = f"{base}.num_workgroups"
         wgid = f"{base}.workgroup_id"
         args = f"{base}.args"
