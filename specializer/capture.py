@@ -115,7 +115,7 @@ def _resolve_output(dump: Dump, comp, name: str, index: tuple[int, ...]) -> tupl
         return _resolve_output(dump, comp, ins.operands[index[0]], index[1:])
     if ins.opcode == "get-tuple-element":
         return _resolve_output(dump, comp, ins.operands[0], (int(ins.attr("index")),) + index)
-    if ins.opcode in ("bitcast", "copy") and ins.opcode == "bitcast":
+    if ins.opcode == "bitcast":
         return _resolve_output(dump, comp, ins.operands[0], index)
     if ins.opcode == "call":
         callee = dump.hlo[ins.attr("to_apply")]

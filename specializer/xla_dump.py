@@ -45,10 +45,6 @@ _COMP = re.compile(r"^(ENTRY )?%([\w.\-]+) \(.*\) -> .* \{$")
 _INSTR = re.compile(r"^\s+(ROOT )?%([\w.\-]+) = (.+?) ([a-z][\w\-]*)\((.*?)\)(.*)$")
 
 
-def _split_shape_opcode(rest: str) -> tuple[str, str]:
-    return rest, ""
-
-
 def parse_hlo(text: str) -> dict[str, Computation]:
     comps: dict[str, Computation] = {}
     current, instrs, entry = None, [], False
