@@ -199,17 +199,16 @@ def build_module(workdir: Path, function: str) -> tuple[str, Manifest]:
     header = f'target datalayout = "{DATALAYOUT}"\ntarget triple = "{TRIPLE}"\n\n'
     modules = [codegen.parse(f"; ModuleID = '{prefix}'\n" + header + entry_ir, f"{prefix}.entry.ll")]
     sources = _kernel_sources(dump)
-    kernel_texts = []
+    kernel_texts, linked_files = [], set()
     for name in _kernels_in(thunks):
         if name not in sources:
             raise UserError(f"capture: XLA wrote no IR for kernel '{name}'")
-        text = retarget(normalize(sources.pop(name).read_text()))
+        if sources[name] in linked_files:  # a kernel module may define several kernels
+            continue
+        linked_files.add(sources[name])
+        text = retarget(normalize(sources[name].read_text()))
         kernel_texts.append(text)
-        modules.append(codegen.parse(text, f"{name}.ll"))
-        # a kernel module may hold several kernels; the file is consumed once
-        for other, p in list(sources.items()):
-            if p.name == modules[-1].name:
-                sources.pop(other)
+        modules.append(codegen.parse(text, sources[name].name))
     wrappers = intrinsics.vector_wrappers("\n".join(kernel_texts))
     if wrappers:
         modules.append(codegen.parse(header + wrappers, "xla_vector_math.ll"))
