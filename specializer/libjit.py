@@ -1,13 +1,20 @@
-"""Build (and cache) the libjit kernel library: libkernels/*.c -> one thumbv7em bitcode file."""
+"""Build (and cache) the libjit kernel library as ONE thumbv7em bitcode file.
+
+Sources: libkernels/*.c (the `libjit_*` entry points and XLA's math helpers), the CMSIS-DSP
+sources listed in libkernels/cmsis_dsp_sources.txt, and the CMSIS-NN API (the shim or a real
+checkout, see cmsis.py). Rebuilt when any source, flag or the CMSIS-NN choice changes.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import cmsis
 from .errors import UserError
 from .retarget import CPU, TRIPLE
 from .tools import build_dir, find_tool, repo_root
@@ -24,6 +31,7 @@ CFLAGS = [
 class Library:
     bitcode: Path
     sources: tuple[Path, ...]
+    cmsis_nn: str  # which CMSIS-NN the library was built with
 
 
 def _newlib_include() -> list[str]:
@@ -36,35 +44,62 @@ def _newlib_include() -> list[str]:
     return ["-isystem", str(inc)]
 
 
-def build(src_dir: Path | None = None) -> Library:
-    """Compile every .c under libkernels/ to bitcode and link them; rebuild when a source changes."""
+def _dsp_sources(dsp: Path, src_dir: Path) -> list[Path]:
+    listed = src_dir / "cmsis_dsp_sources.txt"
+    names = [ln.split("#")[0].strip() for ln in listed.read_text().splitlines()] if listed.is_file() else []
+    out = []
+    for n in filter(None, names):
+        p = dsp / "Source" / n
+        if not p.is_file():
+            raise UserError(f"{listed}: CMSIS-DSP {cmsis.CMSIS_DSP_VERSION} has no Source/{n}")
+        out.append(p)
+    return out
+
+
+def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None) -> Library:
+    """Compile the kernel sources to bitcode and link them into one module (cached)."""
     src_dir = src_dir or repo_root() / "libkernels"
-    sources = tuple(sorted(src_dir.glob("*.c")))
+    dsp = cmsis.cmsis_dsp()
+    nn = cmsis.cmsis_nn(cmsis_nn_path)
+    own = sorted(src_dir.glob("*.c"))
+    sources = tuple(own + _dsp_sources(dsp, src_dir) + list(nn.sources))
     clang = find_tool("clang-19")
     link = find_tool("llvm-link-19")
-    flags = CFLAGS + _newlib_include()
+    includes = [src_dir, *nn.include_dirs, dsp / "Include", dsp / "PrivateInclude"]
+    flags = CFLAGS + [f"-I{d}" for d in includes] + _newlib_include()
     key = hashlib.sha256()
     for s in sources:
-        key.update(s.name.encode() + b"\0" + s.read_bytes())
+        key.update(str(s).encode() + b"\0" + s.read_bytes())
+    for d in includes:  # headers count too
+        for h in sorted(Path(d).glob("**/*.h")):
+            key.update(str(h).encode() + b"\0" + h.read_bytes())
     key.update(" ".join(flags).encode())
     out_dir = build_dir() / "libjit"
     out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"libkernels-{key.hexdigest()[:16]}.bc"
+    digest = key.hexdigest()[:16]
+    out = out_dir / f"libkernels-{digest}.bc"
     if out.exists():
-        return Library(out, sources)
-    objs = []
-    for s in sources:
-        bc = out_dir / (s.stem + ".bc")
+        return Library(out, sources, nn.describe())
+    obj_dir = out_dir / f"obj-{digest}"
+    obj_dir.mkdir(exist_ok=True)
+
+    def compile_one(i_s):
+        i, s = i_s
+        bc = obj_dir / f"{i:03d}-{s.stem}.bc"
         _run([clang, *flags, "-c", "-emit-llvm", str(s), "-o", str(bc)], f"compiling {s.name}")
-        objs.append(str(bc))
+        return str(bc)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        objs = list(pool.map(compile_one, enumerate(sources)))
     tmp = out.with_suffix(".tmp")
     _run([link, *objs, "-o", str(tmp)], "linking libkernels")
     os.replace(tmp, out)  # never leave a half-written library behind
-    return Library(out, sources)
+    return Library(out, sources, nn.describe())
 
 
 def _run(cmd: list[str], what: str) -> None:
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        first = (r.stderr.strip().splitlines() or ["(no output)"])[0]
+        lines = r.stderr.strip().splitlines() or ["(no output)"]
+        first = next((ln for ln in lines if "error" in ln), lines[0])
         raise UserError(f"libjit: {what} failed: {first}")
