@@ -18,15 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codegen, entry, intrinsics, memplan, xla_executable as xe
+from . import codegen, entry, intrinsics, libcalls, memplan, xla_executable as xe
 from .errors import UserError
 from .manifest import Manifest, Tensor, flat
 from .normalize import normalize
 from .retarget import DATALAYOUT, TRIPLE, retarget
-from .thunks import Conditional, Copy, Kernel, Slice, While
+from .thunks import Conditional, Copy, Kernel, LibCall, Scratch, Slice, While
 from .xla_dump import Dump, entry_computation, locate, read_dump
 
-BASE_FLAGS = ["--xla_dump_hlo_as_text", "--xla_dump_large_constants"]
+# No YNNPACK fusions: XLA then leaves convolutions and big dots as plain runtime thunks, which
+# capture lowers onto libjit kernels (a YNN fusion hides the ops inside an opaque subgraph).
+BASE_FLAGS = ["--xla_dump_hlo_as_text", "--xla_dump_large_constants",
+              "--xla_cpu_experimental_ynn_fusion_type="]
 # Lets XLA emit its dots as LLVM IR instead of leaving them to a runtime library call.
 IR_DOT_FLAGS = ["--xla_cpu_multi_thread_eigen=false",
                 "--xla_backend_extra_options=xla_force_enable_experimental_llvm_ir_gemm"]
@@ -60,12 +63,85 @@ def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str])
         raise UserError(f"capture of {source}:{function} failed: {msg}")
 
 
-class _Lowering:
-    """Executable thunks -> specializer.thunks, refusing what has no lowering yet."""
+def _operand(s: xe.ShapedSlice) -> libcalls.Operand:
+    shape = s.shape
+    m2m = shape.minor_to_major if shape.minor_to_major is not None else tuple(reversed(range(len(shape.dims))))
+    return libcalls.Operand(Slice(s.slice.allocation, s.slice.offset, s.slice.size), shape.dtype,
+                            tuple(shape.dims), tuple(m2m))
 
-    def __init__(self, dump: Dump):
+
+def _hlo_dims(ins, key: str) -> tuple[int, ...]:
+    m = re.search(r"\b" + key + r"=\{([\d,]*)\}", ins.attrs)
+    return tuple(int(x) for x in m.group(1).split(",") if x) if m else ()
+
+
+class _Lowering:
+    """Executable thunks -> specializer.thunks, refusing what has no lowering yet.
+
+    Dots and convolutions go to libjit kernels; with `xla_dots`, the dots XLA emits as IR
+    kernels stay XLA's (for comparing XLA's dot code with the library's)."""
+
+    def __init__(self, dump: Dump, thunks: tuple, xla_dots: bool = False):
         self.dump = dump
+        self.xla_dots = xla_dots
         self.instrs = {i.name: i for c in dump.hlo.values() for i in c.instructions}
+        self.users: dict[str, int] = {}
+        for c in dump.hlo.values():
+            for i in c.instructions:
+                for o in i.operands:
+                    self.users[o] = self.users.get(o, 0) + 1
+        self.kernels = {t.op_name: t for t in _walk(thunks) if isinstance(t, xe.KernelThunk)}
+        self.int8_dots, self.dropped = {}, set()
+        if not xla_dots:
+            self.find_int8_dots()
+
+    def s8_source(self, name: str) -> libcalls.Operand | None:
+        """The int8 buffer behind `name` when `name` is a fusion that only widens s8 to s32
+        (convert and bitcasts: the same elements in the same memory order)."""
+        ins, k = self.instrs.get(name), self.kernels.get(name)
+        if ins is None or ins.opcode != "fusion" or k is None or len(k.arguments) != 1:
+            return None
+        body = self.dump.hlo.get(ins.attr("calls"))
+        if body is None:
+            return None
+        shapes = {i.name: i.shape for i in body.instructions}
+        for i in body.instructions:
+            if i.opcode == "parameter" and not i.shape.startswith("s8["):
+                return None
+            if i.opcode == "convert" and (not i.shape.startswith("s32[") or
+                                          shapes[i.operands[0]].split("[", 1)[1] != i.shape.split("[", 1)[1]):
+                return None  # a convert that also changed the layout would be a transpose
+            if i.opcode not in ("parameter", "convert", "bitcast"):
+                return None
+        src = k.arguments[0].slice
+        out = _operand(k.results[0])
+        return libcalls.Operand(Slice(src.allocation, src.offset, src.size), "s8", out.dims, out.minor_to_major)
+
+    def find_int8_dots(self) -> None:
+        """s32 dots of two widened int8 operands run on the int8 buffers (CMSIS-NN's s8 kernels);
+        a widening kernel whose only user is such a dot is then dropped."""
+        for name, k in self.kernels.items():
+            ins = self.instrs.get(name)
+            if ins is None or ins.opcode != "dot" or len(ins.operands) != 2:
+                continue
+            srcs = [self.s8_source(o) for o in ins.operands]
+            if None in srcs or _operand(k.results[0]).dtype != "s32":
+                continue
+            self.int8_dots[name] = tuple(srcs)
+            self.dropped.update(o for o in ins.operands if self.users.get(o) == 1)
+
+    def dot_kernel(self, t: xe.KernelThunk) -> LibCall | None:
+        """An XLA IR kernel that is a lone HLO dot -> its libjit call (None: keep XLA's IR)."""
+        ins = self.instrs.get(t.op_name)
+        if self.xla_dots or ins is None or ins.opcode != "dot" or len(t.arguments) != 2 or len(t.results) != 1:
+            return None
+        dims = {k: _hlo_dims(ins, k + "_dims") for k in
+                ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch")}
+        lhs, rhs = self.int8_dots.get(t.op_name) or (_operand(a) for a in t.arguments)
+        out = _operand(t.results[0])
+        if (lhs.dtype, rhs.dtype, out.dtype) not in libcalls.DOT_KERNELS:
+            return None  # e.g. an s32 dot of computed operands: XLA's own IR handles it
+        return libcalls.lower_dot(t.op_name, lhs, rhs, out, dims)
 
     def unsupported(self, t: xe.Thunk) -> UserError:
         ins = self.instrs.get(t.op_name)
@@ -83,8 +159,21 @@ class _Lowering:
         out = []
         for t in thunks:
             if isinstance(t, xe.KernelThunk):
+                if t.op_name in self.dropped:
+                    continue
+                call = self.dot_kernel(t)
+                if call is not None:
+                    out.append(call)
+                    continue
                 args = tuple(self.slice(a.slice) for a in t.arguments + t.results)
                 out.append(Kernel(t.kernel_name, args, tuple(t.num_workgroups)))
+            elif isinstance(t, xe.DotThunk):
+                out.append(libcalls.lower_dot(t.op_name, _operand(t.lhs), _operand(t.rhs), _operand(t.out),
+                                              dict(t.dot_dimensions)))
+            elif isinstance(t, xe.ConvolutionThunk):
+                out.append(libcalls.lower_conv(t.op_name, _operand(t.input), _operand(t.kernel),
+                                               _operand(t.output), dict(t.dimension_numbers), t.window,
+                                               t.feature_group_count or 1))
             elif isinstance(t, xe.CopyThunk):
                 if t.src.shape and t.dst.shape and t.src.shape != t.dst.shape:
                     raise self.unsupported(t)  # a layout-changing copy is a transpose
@@ -101,6 +190,13 @@ class _Lowering:
             else:
                 raise self.unsupported(t)
         return tuple(out)
+
+
+def _walk(thunks):
+    for t in thunks:
+        yield t
+        for _, seq in t.nested():
+            yield from _walk(seq)
 
 
 def _resolve_output(dump: Dump, comp, name: str, index: tuple[int, ...]) -> tuple[int, int, int]:
@@ -145,7 +241,7 @@ def _kernels_in(thunks: tuple) -> list[str]:
 
 
 # Ops XLA:CPU runs as runtime thunks, never as LLVM IR.
-RUNTIME_OPS = {"sort", "custom-call", "convolution", "fft", "triangular-solve", "cholesky",
+RUNTIME_OPS = {"sort", "custom-call", "fft", "triangular-solve", "cholesky",
                "rng-bit-generator", "rng-get-and-update-state", "infeed", "outfeed", "all-reduce",
                "all-gather", "all-to-all", "reduce-scatter", "collective-permute", "topk"}
 
@@ -165,7 +261,19 @@ def _check_runtime_ops(dump: Dump) -> None:
                                 "no LLVM IR and no libjit kernel for it")
 
 
-def build_module(workdir: Path, function: str) -> tuple[str, Manifest]:
+def _scratch_bytes(thunks: tuple) -> int:
+    most = 0
+    for t in thunks:
+        if isinstance(t, LibCall):
+            most = max([most] + [a.size for a in t.args if isinstance(a, Scratch)])
+        elif isinstance(t, While):
+            most = max(most, _scratch_bytes(t.cond), _scratch_bytes(t.body))
+        elif isinstance(t, Conditional):
+            most = max([most] + [_scratch_bytes(b) for b in t.branches])
+    return most
+
+
+def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[str, Manifest]:
     meta = json.loads((workdir / "io.json").read_text())
     io = np.load(workdir / "io.npz")
     dump = read_dump(workdir / "dump")
@@ -174,7 +282,7 @@ def build_module(workdir: Path, function: str) -> tuple[str, Manifest]:
         raise UserError("capture: XLA could not serialize the executable: "
                         + (workdir / "executable.error").read_text().strip())
     exe = xe.decode_executable((workdir / "executable.bin").read_bytes())
-    thunks = _Lowering(dump).sequence(exe.thunks)
+    thunks = _Lowering(dump, exe.thunks, xla_dots).sequence(exe.thunks)
     prefix = _sanitize(function)
     params = meta["params"]
 
@@ -192,7 +300,8 @@ def build_module(workdir: Path, function: str) -> tuple[str, Manifest]:
     if missing:
         raise UserError(f"capture: no value for XLA constant allocation {missing[0].index}")
     values = {i: io[f"arg{i}"] for i in range(len(params))}
-    plan = memplan.plan(prefix, dump.allocations, params, values, constants, output_allocs)
+    plan = memplan.plan(prefix, dump.allocations, params, values, constants, output_allocs,
+                        scratch=_scratch_bytes(thunks))
     entry_name = f"{prefix}_run"
     entry_ir = entry.generate(entry_name, thunks, plan)
 
@@ -252,7 +361,7 @@ def capture(source: Path, function: str, out_dir: Path, ir_dots: bool = False) -
     with tempfile.TemporaryDirectory(prefix="specializer-capture-") as tmp:
         work = Path(tmp)
         run_worker(source, function, work, IR_DOT_FLAGS if ir_dots else [])
-        text, manifest = build_module(work, function)
+        text, manifest = build_module(work, function, xla_dots=ir_dots)
     out_dir.mkdir(parents=True, exist_ok=True)
     ll, js = out_dir / "model.ll", out_dir / "model.json"
     _write_atomic(ll, text)

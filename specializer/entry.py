@@ -8,7 +8,7 @@ kernel loads from its frame is a link-time constant.
 from __future__ import annotations
 
 from .memplan import MemoryPlan, _q
-from .thunks import Conditional, Copy, Kernel, LibCall, Slice, While
+from .thunks import Conditional, Copy, Kernel, LibCall, Scratch, Slice, While
 
 FRAME = "{ ptr, ptr, i64, ptr }"  # XLA_CPU_KernelCallFrame: num_workgroups, workgroup_id, num_args, args
 ARG = "{ ptr, i64 }"  # XLA_CPU_KernelArg: data, size
@@ -72,9 +72,16 @@ class _Emitter:
         for wg in range(x):
             self.value(f"call ptr {_q(k.name)}(ptr {_q(self.frame(k, wg))})")
 
+    def operand(self, a) -> str:
+        if isinstance(a, Slice):
+            return self.addr(a)
+        if isinstance(a, Scratch):
+            return f"ptr {_q(self.plan.scratch)}"
+        return f"i32 {a}"
+
     def emit_libcall(self, c: LibCall) -> None:
-        params = ", ".join(self.addr(a) if isinstance(a, Slice) else f"i32 {a}" for a in c.args)
-        types = ", ".join("ptr" if isinstance(a, Slice) else "i32" for a in c.args)
+        params = ", ".join(self.operand(a) for a in c.args)
+        types = ", ".join("i32" if isinstance(a, int) else "ptr" for a in c.args)
         self.declared[c.function] = f"declare void {_q(c.function)}({types})"
         self.body.append(f"  call void {_q(c.function)}({params})")
 

@@ -21,6 +21,7 @@ ALIGN = 64  # XLA's kernels assume 64-byte aligned buffers
 class MemoryPlan:
     places: dict  # allocation index -> (symbol, byte offset)
     globals_ir: str
+    scratch: str | None = None  # the libjit kernels' shared working buffer
 
 
 def _q(name: str) -> str:
@@ -49,7 +50,7 @@ def typed_initializer(values: np.ndarray) -> tuple[str, str]:
 
 def plan(prefix: str, allocs: dict[int, Allocation], params: list[dict],
          param_values: dict[int, np.ndarray], constants: dict[int, np.ndarray],
-         output_allocs: dict[int, int]) -> MemoryPlan:
+         output_allocs: dict[int, int], scratch: int = 0) -> MemoryPlan:
     """`params[i]` = {"name", "weight"}; `output_allocs`: allocation -> first output index."""
     places, lines, arena = {}, [], 0
     for idx in sorted(allocs):
@@ -78,4 +79,8 @@ def plan(prefix: str, allocs: dict[int, Allocation], params: list[dict],
             arena += -(-a.size // ALIGN) * ALIGN
     if arena:
         lines.append(f"{_q(prefix + '_arena')} = internal global [{arena} x i8] zeroinitializer, align {ALIGN}")
-    return MemoryPlan(places, "\n".join(lines) + "\n")
+    scratch_sym = None
+    if scratch:
+        scratch_sym = f"{prefix}_scratch"
+        lines.append(f"{_q(scratch_sym)} = internal global [{scratch} x i8] zeroinitializer, align {ALIGN}")
+    return MemoryPlan(places, "\n".join(lines) + "\n", scratch_sym)

@@ -17,6 +17,9 @@ _STRING_OR_COMMENT = re.compile(r'c?"(?:[^"\\]|\\.)*"|;[^\n]*')
 _HEX_FLOAT = re.compile(r"(?<![\w.$@%])f0x([0-9A-Fa-f]+)\b")
 # `+inf`, `-inf`, `+qnan`, `-qnan`, `+nan(0x...)`: special values spelled by name.
 _NAMED_FLOAT = re.compile(r"(?<![\w.$@%])([+-])(inf|qnan|snan|nan\(0x[0-9A-Fa-f]+\))(?![\w.])")
+# `8.000000e-03` as a float: newer LLVM prints the shortest decimal that rounds to the float;
+# LLVM 22.1 accepts a decimal float only when it is exact, so such values become hex.
+_DECIMAL_FLOAT = re.compile(r"(?<![\w.$@%#!])([-+]?\d+\.\d+e[-+]\d+)(?![\w.])")
 # `target_mem: none` (and numbered forms) inside memory(...): unknown location kinds.
 _TARGET_MEM = re.compile(r"(,\s*target_mem\w*:\s*\w+|target_mem\w*:\s*\w+\s*,\s*)")
 # `denormal_fpenv(...)`: a newer function attribute; the default is what we want anyway.
@@ -49,8 +52,23 @@ def _named_float(m: re.Match) -> str:
     return "0x%016X" % (sign | bits)
 
 
+def _decimal_float(m: re.Match) -> str:
+    value = float(m.group(1))
+    (single,) = struct.unpack("<f", struct.pack("<f", value))
+    if single == value:
+        return m.group(1)  # exact: LLVM 22.1 takes it as written
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", single))[0]
+
+
+def _decimal_floats(code: str) -> str:
+    # Only lines without doubles: there an inexact decimal is legal and means a double.
+    return "\n".join(line if "double" in line else _DECIMAL_FLOAT.sub(_decimal_float, line)
+                     for line in code.split("\n"))
+
+
 def _rewrite_code(code: str) -> str:
     code = _HEX_FLOAT.sub(_hex_float, code)
+    code = _decimal_floats(code)
     code = _NAMED_FLOAT.sub(_named_float, code)
     code = _TARGET_MEM.sub("", code)
     code = _DENORMAL_FPENV.sub("", code)

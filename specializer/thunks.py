@@ -46,7 +46,13 @@ class Conditional:
 
 
 @dataclass(frozen=True)
+class Scratch:
+    """A libjit kernel's working memory (e.g. an im2col buffer): one shared static buffer."""
+    size: int
+
+
+@dataclass(frozen=True)
 class LibCall:
     """A call of a libjit kernel for an op XLA leaves to its runtime (dot, convolution, ...)."""
     function: str
-    args: tuple  # Slice (buffer address) or int (constant scalar, i32)
+    args: tuple  # Slice (buffer address), Scratch, or int (constant scalar, i32)
