@@ -64,6 +64,18 @@ def link(modules: list[llvm.ModuleRef]) -> llvm.ModuleRef:
     return dst
 
 
+# Symbols only the kernel library can provide (everything else undefined comes from libc/libm).
+LIBRARY_PREFIXES = ("libjit_", "xla.", "arm_")
+
+
+def check_library_symbols(mod: llvm.ModuleRef) -> None:
+    """After linking with the libjit bitcode: a kernel the model calls but the library lacks is a
+    link error naming the symbol (not a late 'undefined reference' from the final link)."""
+    for f in mod.functions:
+        if f.is_declaration and f.name.startswith(LIBRARY_PREFIXES) and not f.name.startswith("llvm."):
+            raise UserError(f"link error: undefined symbol '{f.name}': the libjit bitcode does not define it")
+
+
 def optimize(mod: llvm.ModuleRef, level: int = 2, tm: llvm.TargetMachine | None = None) -> None:
     """LLVM's standard -O<level> module pipeline, in place."""
     tm = tm or target_machine(level)

@@ -9,7 +9,8 @@ from .errors import UserError
 from .measure import Row, run_model
 from .tools import repo_root
 
-EXAMPLES = ("quadratic", "elementwise", "softmax", "mlp", "loop", "while_loop", "cond")
+EXAMPLES = ("quadratic", "elementwise", "softmax", "mlp", "loop", "while_loop", "cond",
+            "mlp256", "lenet", "kws_dscnn", "anomaly_ae", "mlp_int8")
 
 
 def example_path(name: str) -> Path:

@@ -40,6 +40,7 @@ def compile_model(model_ll: Path, workdir: Path) -> Path:
                         "(capture a model with 'specialize capture')")
     lib = codegen.parse_bitcode(libjit.build().bitcode)
     mod = codegen.link([mod, lib])
+    codegen.check_library_symbols(mod)
     codegen.optimize(mod, 2)
     obj = workdir / "model.o"
     obj.write_bytes(codegen.emit_object(mod))
