@@ -1,0 +1,97 @@
+/*
+ * arm_nnfunctions.h (cmsis_nn_shim) -- the part of CMSIS-NN's public API the shim implements.
+ *
+ * Signatures and semantics are those of CMSIS-NN v6.0.0 (arm_nnfunctions.h V.16.0.0,
+ * 23 April 2024): TensorFlow Lite int8 quantization, NHWC activations, requantization with
+ * arm_nn_requantize() (arm_nnsupportfunctions.h). A real CMSIS-NN checkout can replace the
+ * shim (see specializer/cmsis.py); code calling these functions builds against either.
+ */
+#ifndef ARM_NNFUNCTIONS_H
+#define ARM_NNFUNCTIONS_H
+
+#include "arm_nn_math_types.h"
+#include "arm_nn_types.h"
+
+#define USE_INTRINSIC
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * s8 convolution, TFLite semantics.
+ *
+ *   ctx           scratch of arm_convolve_s8_get_buffer_size() bytes; ctx->buf must not be NULL
+ *   conv_params   input_offset (-input zero point, [-127, 128]), output_offset (output zero
+ *                 point, [-128, 127]), stride, padding (top/left; bottom/right padding is
+ *                 implied by output_dims), dilation, activation clamp
+ *   quant_params  per output channel multiplier and shift
+ *   input_dims    [N, H, W, C_IN], input_data NHWC int8
+ *   filter_dims   [C_OUT, HK, WK, CK], filter_data OHWI int8. CK == C_IN, or grouped
+ *                 convolution with C_IN = G * CK and C_OUT = G * M (G groups of M channels)
+ *   bias_dims     [C_OUT]; bias_data int32, may be NULL
+ *   output_dims   [N, H_OUT, W_OUT, C_OUT], output_data NHWC int8
+ *
+ *   out[n][y][x][o] = clamp(requantize(bias[o] + sum (in[n][iy][ix][g*CK + c] + input_offset)
+ *                                        * filter[o][ky][kx][c], mult[o], shift[o])
+ *                           + output_offset, act.min, act.max)
+ *   with iy = y*stride.h - padding.h + ky*dilation.h (likewise ix) and g = o / M; taps outside
+ *   the input contribute nothing (the padding value is the input zero point).
+ *
+ * Returns ARM_CMSIS_NN_ARG_ERROR when ctx->buf is NULL or the group layout is invalid, else
+ * ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_convolve_s8(const cmsis_nn_context *ctx,
+                                    const cmsis_nn_conv_params *conv_params,
+                                    const cmsis_nn_per_channel_quant_params *quant_params,
+                                    const cmsis_nn_dims *input_dims,
+                                    const int8_t *input_data,
+                                    const cmsis_nn_dims *filter_dims,
+                                    const int8_t *filter_data,
+                                    const cmsis_nn_dims *bias_dims,
+                                    const int32_t *bias_data,
+                                    const cmsis_nn_dims *output_dims,
+                                    int8_t *output_data);
+
+/* Scratch bytes arm_convolve_s8() needs: two im2col columns of int16,
+   2 * round_up_4(filter_dims->w * filter_dims->h * input_dims->c) * sizeof(int16_t). */
+int32_t arm_convolve_s8_get_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims);
+
+/*
+ * s8 fully connected layer, TFLite semantics.
+ *
+ *   ctx           scratch of arm_fully_connected_s8_get_buffer_size() bytes (0 without MVE;
+ *                 ctx->buf may then be NULL)
+ *   fc_params     input_offset ([-127, 128]), filter_offset, output_offset ([-128, 127]),
+ *                 activation clamp
+ *   quant_params  per-tensor multiplier and shift
+ *   input_dims    [N, H, W, C_IN]: N batches of filter_dims->n values each
+ *   filter_dims   [ACCUM_DEPTH, ?, ?, OUTPUT_DEPTH]: n is the accumulation depth
+ *   filter_data   int8, [OUTPUT_DEPTH][ACCUM_DEPTH] (one row per output, the TFLite layout)
+ *   bias_data     int32 [OUTPUT_DEPTH], may be NULL
+ *   output_dims   [N, OUTPUT_DEPTH] (output_dims->c is the output depth), output_data int8
+ *
+ *   out[b][r] = clamp(requantize(bias[r] + sum_k (in[b][k] + input_offset)
+ *                                             * (filter[r][k] + filter_offset), mult, shift)
+ *                     + output_offset, act.min, act.max)
+ */
+arm_cmsis_nn_status arm_fully_connected_s8(const cmsis_nn_context *ctx,
+                                           const cmsis_nn_fc_params *fc_params,
+                                           const cmsis_nn_per_tensor_quant_params *quant_params,
+                                           const cmsis_nn_dims *input_dims,
+                                           const int8_t *input_data,
+                                           const cmsis_nn_dims *filter_dims,
+                                           const int8_t *filter_data,
+                                           const cmsis_nn_dims *bias_dims,
+                                           const int32_t *bias_data,
+                                           const cmsis_nn_dims *output_dims,
+                                           int8_t *output_data);
+
+/* Scratch bytes arm_fully_connected_s8() needs: 0 (the MVE kernel sums are not used here). */
+int32_t arm_fully_connected_s8_get_buffer_size(const cmsis_nn_dims *filter_dims);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARM_NNFUNCTIONS_H */

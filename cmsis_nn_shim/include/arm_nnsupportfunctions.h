@@ -1,0 +1,155 @@
+/*
+ * arm_nnsupportfunctions.h (cmsis_nn_shim) -- the CMSIS-NN support API the shim implements:
+ * the requantization helpers (exactly CMSIS-NN's arithmetic, including its rounding), the
+ * packed load helpers, and the s8 matrix kernels. Signatures as in CMSIS-NN v6.0.0.
+ */
+#ifndef ARM_NNSUPPORTFUNCTIONS_H
+#define ARM_NNSUPPORTFUNCTIONS_H
+
+#include "arm_nn_math_types.h"
+#include "arm_nn_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LEFT_SHIFT(_shift) (_shift > 0 ? _shift : 0)
+#define RIGHT_SHIFT(_shift) (_shift > 0 ? 0 : -_shift)
+#define MAX(A, B) ((A) > (B) ? (A) : (B))
+#define MIN(A, B) ((A) < (B) ? (A) : (B))
+#define CLAMP(x, h, l) MAX(MIN((x), (h)), (l))
+
+/* ------------------------------------------------------------------ requantization */
+
+/*
+ * High word of 2 * m1 * m2, rounded by adding 2^30 before the shift (ties toward +inf); no
+ * saturation: m1 == m2 == INT32_MIN wraps to INT32_MIN. (This is CMSIS-NN's variant; TFLite's
+ * reference rounds negative ties away from zero instead.)
+ */
+__STATIC_FORCEINLINE int32_t arm_nn_doubling_high_mult_no_sat(const int32_t m1, const int32_t m2)
+{
+    const int64_t prod = (int64_t)m1 * m2 + (int64_t)(1L << 30);
+    return (int32_t)(uint32_t)(uint64_t)(prod >> 31);
+}
+
+/* dividend / 2^exponent (exponent 0..31), rounded to nearest, ties away from zero. */
+__STATIC_FORCEINLINE int32_t arm_nn_divide_by_power_of_two(const int32_t dividend, const int32_t exponent)
+{
+    const int32_t mask = (int32_t)((1UL << exponent) - 1UL);
+    const int32_t remainder = dividend & mask;
+    int32_t result = dividend >> exponent;
+    int32_t threshold = mask >> 1;
+    if (result < 0) {
+        threshold++;
+    }
+    if (remainder > threshold) {
+        result++;
+    }
+    return result;
+}
+
+/*
+ * val * multiplier / 2^(31 - shift) the CMSIS-NN way.
+ * Default: a left shift by max(shift, 0) (wrapping), the doubling high multiply above, then
+ * a rounding divide by 2^max(-shift, 0). With CMSIS_NN_USE_SINGLE_ROUNDING: one 64-bit
+ * product, rounded once (ties toward +inf).
+ * multiplier in [INT32_MIN + 1, INT32_MAX], shift in [-31, 30].
+ */
+__STATIC_FORCEINLINE int32_t arm_nn_requantize(const int32_t val, const int32_t multiplier, const int32_t shift)
+{
+#ifdef CMSIS_NN_USE_SINGLE_ROUNDING
+    const int64_t total_shift = 31 - shift;
+    const int64_t product = (int64_t)val * multiplier;
+    const int32_t result = (int32_t)(product >> (total_shift - 1));
+    return (int32_t)((uint32_t)result + 1U) >> 1;
+#else
+    const int32_t shifted = (int32_t)((uint32_t)val << LEFT_SHIFT(shift));
+    return arm_nn_divide_by_power_of_two(arm_nn_doubling_high_mult_no_sat(shifted, multiplier),
+                                         RIGHT_SHIFT(shift));
+#endif
+}
+
+/* ------------------------------------------------------------------ packed loads */
+
+/* Four s8 values as one word (unaligned allowed); the _ia forms advance the pointer. */
+__STATIC_FORCEINLINE int32_t arm_nn_read_s8x4(const int8_t *in_s8)
+{
+    int32_t v;
+    memcpy(&v, in_s8, 4);
+    return v;
+}
+__STATIC_FORCEINLINE int32_t arm_nn_read_s8x4_ia(const int8_t **in_s8)
+{
+    int32_t v;
+    memcpy(&v, *in_s8, 4);
+    *in_s8 += 4;
+    return v;
+}
+/* Two s16 values as one word. */
+__STATIC_FORCEINLINE int32_t arm_nn_read_q15x2(const int16_t *in_q15)
+{
+    int32_t v;
+    memcpy(&v, in_q15, 4);
+    return v;
+}
+__STATIC_FORCEINLINE int32_t arm_nn_read_q15x2_ia(const int16_t **in_q15)
+{
+    int32_t v;
+    memcpy(&v, *in_q15, 4);
+    *in_q15 += 2;
+    return v;
+}
+
+/* ------------------------------------------------------------------ matrix kernels */
+
+/*
+ * s8 x s8 -> s32 matrix product, LHS not transposed, RHS transposed, ACCUMULATING into dst
+ * (clear dst first for a plain product):
+ *
+ *   dst[(i * rhs_cols + j) * dst_idx_offset] += sum_{p < rhs_rows} (lhs[i][p] + lhs_offset) * rhs[j][p]
+ *
+ * for i < lhs_rows, j < rhs_cols; lhs is [lhs_rows][rhs_rows], rhs is [rhs_cols][rhs_rows]
+ * (so rhs_rows is the depth, the number of LHS columns). Sums wrap modulo 2^32. With the DSP
+ * extension lhs + lhs_offset is formed in 16 bits, as in CMSIS-NN (lhs_offset in [-127, 128]
+ * keeps it exact). Returns ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_nn_mat_mult_nt_t_s8_s32(const int8_t *lhs,
+                                                const int8_t *rhs,
+                                                int32_t *dst,
+                                                const int32_t lhs_rows,
+                                                const int32_t rhs_rows,
+                                                const int32_t rhs_cols,
+                                                const int32_t lhs_offset,
+                                                const int32_t dst_idx_offset);
+
+/*
+ * s8 vector times transposed matrix with requantization (the fully connected kernel):
+ *
+ *   dst[r * address_offset] = clamp(requantize(bias[r] + sum_{p < rhs_cols} (lhs[p] + lhs_offset)
+ *                                                 * (rhs[r][p] + rhs_offset), mult, shift)
+ *                                   + dst_offset, activation_min, activation_max)
+ *
+ * for r < rhs_rows; rhs is [rhs_rows][rhs_cols]; bias may be NULL; kernel_sum (MVE only) is
+ * ignored. Returns ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_nn_vec_mat_mult_t_s8(const int8_t *lhs,
+                                             const int8_t *rhs,
+                                             const int32_t *kernel_sum,
+                                             const int32_t *bias,
+                                             int8_t *dst,
+                                             const int32_t lhs_offset,
+                                             const int32_t dst_offset,
+                                             const int32_t dst_multiplier,
+                                             const int32_t dst_shift,
+                                             const int32_t rhs_cols,
+                                             const int32_t rhs_rows,
+                                             const int32_t activation_min,
+                                             const int32_t activation_max,
+                                             const int32_t address_offset,
+                                             const int32_t rhs_offset);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARM_NNSUPPORTFUNCTIONS_H */
