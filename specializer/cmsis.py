@@ -21,6 +21,8 @@ from .tools import build_dir, repo_root
 
 CMSIS_DSP_VERSION = "1.10.3"
 CMSIS_DSP_SHA256 = "307d32298faa7c58db912851027fce35f886fec7eb1a27c4b309ce1a97f47519"
+# The CMSIS-NN function libjit's own int8 kernel calls (libkernels/nn_s8.c); a checkout without it is too old.
+NEEDED_NN_FUNCTION = "arm_nn_mat_mult_nt_t_s8_s32"
 
 
 def cmsis_dsp() -> Path:
@@ -75,6 +77,12 @@ def cmsis_nn(path: str | os.PathLike | None = None) -> CmsisNN:
     header = root / "Include" / "arm_nnfunctions.h"
     if not header.is_file() or not (root / "Source").is_dir():
         raise UserError(f"{path} is not a CMSIS-NN checkout (no Include/arm_nnfunctions.h and Source/)")
-    # The checkout's own headers first; the shim supplies only the compiler intrinsics header.
+    support = root / "Include" / "arm_nnsupportfunctions.h"
+    if not support.is_file() or NEEDED_NN_FUNCTION not in support.read_text(errors="replace"):
+        raise UserError(f"{path}: CMSIS-NN checkout too old (libjit needs {NEEDED_NN_FUNCTION} in "
+                        f"Include/arm_nnsupportfunctions.h; CMSIS-NN v6.0.0 has it)")
+    # Real CMSIS-NN layout: Include/ (with Include/Internal/, reached as "Internal/..."),
+    # Source/<Group>/*.c. Only the checkout's headers are used (the shim's arm_nn*.h stay off
+    # the path); the shim supplies just the compiler intrinsics header that CMSIS-DSP needs.
     return CmsisNN("checkout", root, (root / "Include", shim / "include" / "compiler"),
                    tuple(sorted(root.glob("Source/*/*.c"))))
