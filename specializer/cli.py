@@ -11,11 +11,16 @@ from pathlib import Path
 from .errors import UserError
 
 USAGE = """\
-specialize capture FILE.py:FN -o DIR   capture a JAX function as DIR/model.ll + DIR/model.json
-specialize [run] DIR/model.ll          build for Cortex-M4, run on QEMU, print one measured row
-specialize examples [NAME ...]         capture and run the bundled example models
-"""
+specialize [--all-args] FILE.ll [-o DIR]   build the variants (separate, lto, dims[, all-args]), run each
+                                           on QEMU, print the comparison; artifacts in DIR
+specialize [--all-args] FILE.ll -S -o OUT  write the optimized specialized module (no run)
+specialize run DIR/model.ll                build (link + O2) for Cortex-M4, run on QEMU, print one row
+specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.ll + DIR/model.json
+specialize examples [NAME ...]             capture and run the bundled example models
 
+FILE.ll: a captured model.ll (model.json next to it), or an XLA CPU kernel dump *.ir-no-opt.ll
+(sizes only: it has no inputs to run). 'specialize FILE.ll --help' lists the options.
+"""
 
 def _table(rows: list) -> str:
     from tabulate import tabulate
@@ -68,6 +73,132 @@ def _run(argv: list[str]) -> int:
     return 0 if row.status == "pass" else 1
 
 
+SPECIALIZE_EPILOG = """\
+variants: separate = model and kernel library compiled apart at O2, linked by the linker;
+lto = one module, internalized, O2; dims = lto + call sites specialized on constant scalar
+arguments (Glow's default); all-args = every constant argument specialized (buffer addresses,
+weights, XLA call frames); both then constant propagation, unrolling and O2.
+
+size budget (--max-growth X): each candidate clone and its callee are optimized in a scratch
+copy of the module, the clone kept out of line and the callee unspecialized; a clone whose
+code bytes exceed X times the callee's is refused, its call sites keep calling the original,
+and the log says so. 'none' turns the budget off.
+
+artifacts in DIR/<variant>/: linked.ll, specialized.ll, optimized.ll, specialization.log and
+.json, profile.txt and .json (per function: instructions, est. cycles), firmware.elf;
+DIR/report.md and DIR/report.json hold the comparison.
+"""
+
+
+def _growth(text: str) -> float | None:
+    if text.lower() in ("none", "off", "inf"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: '{text}'") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def _specialize(argv: list[str]) -> int:
+    from .variants import DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, VARIANTS
+
+    p = argparse.ArgumentParser(
+        prog="specialize", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SPECIALIZE_EPILOG,
+        description="Specialize a model's calls on their constant arguments, build it against the libjit "
+                    "kernels for Cortex-M4, run every variant on QEMU and compare sizes and cycles.")
+    p.add_argument("model", metavar="FILE.ll", help="captured model.ll (model.json next to it) or an XLA "
+                   "*.ir-no-opt.ll kernel module")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--all-args", dest="mode", action="store_const", const="all-args", default="dims",
+                      help="specialize every constant argument (addresses, weights, frames) and add the "
+                           "all-args variant to the comparison")
+    mode.add_argument("--dims", dest="mode", action="store_const", const="dims",
+                      help="specialize constant scalar (dimension) arguments only (the default)")
+    p.add_argument("-o", "--output", metavar="PATH",
+                   help="comparison: output directory (default: next to FILE.ll, 'variants' for model.ll, "
+                        "else '<name>.variants'); with -S/--emit: output file ('-' for stdout)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--variants", metavar="LIST",
+                   help=f"comma-separated variants to build (default: separate,lto,dims and, with "
+                        f"--all-args, all-args; have: {','.join(VARIANTS)})")
+    p.add_argument("--max-growth", type=_growth, default=DEFAULT_MAX_GROWTH, metavar="X",
+                   help=f"refuse a clone whose optimized code is more than X times its callee's "
+                        f"(default {DEFAULT_MAX_GROWTH:g}; 'none': no budget)")
+    p.add_argument("--unroll-threshold", type=int, metavar="N",
+                   help="LLVM loop-unroll threshold for the specializing variants (default: LLVM's, 150 at O2)")
+    p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, metavar="N",
+                   help=f"specialization rounds, constant propagation between them (default {DEFAULT_ROUNDS})")
+    p.add_argument("-S", dest="emit", action="store_const", const="ll",
+                   help="write the optimized specialized module as text IR instead of comparing (= --emit=ll)")
+    p.add_argument("--emit", choices=["ll", "specialized-ll", "asm", "obj"],
+                   help="write one artifact of the selected mode's build instead of comparing: optimized IR, "
+                        "IR right after specialization, assembly, or an object file")
+    p.add_argument("--log", metavar="FILE", help="with -S/--emit: also write the specialization log to FILE")
+    p.add_argument("--method", choices=["plugin", "icount"], default="plugin",
+                   help="instruction counting: QEMU TCG plugin (default) or the -icount FPGAIO counter")
+    p.add_argument("--timeout", type=float, default=120, help="seconds before a run counts as a hang")
+    a = p.parse_args(argv)
+    if a.unroll_threshold is not None and a.unroll_threshold < 0:
+        p.error("--unroll-threshold must be >= 0")
+    if a.rounds < 1:
+        p.error("--rounds must be >= 1")
+    from . import inputs, report, variants
+    from .compare import compare
+
+    options = variants.Options(max_growth=a.max_growth, unroll_threshold=a.unroll_threshold, rounds=a.rounds)
+    model = inputs.load(Path(a.model))
+    if a.emit:
+        return _emit(model, a, options)
+    if a.variants:
+        which = tuple(v.strip() for v in a.variants.split(",") if v.strip())
+        bad = [v for v in which if v not in VARIANTS]
+        if bad or not which:
+            raise UserError(f"unknown variant '{bad[0] if bad else a.variants}' (have: {', '.join(VARIANTS)})")
+    else:
+        which = ("separate", "lto", "dims") + (("all-args",) if a.mode == "all-args" else ())
+    path = Path(a.model)
+    out = Path(a.output) if a.output else path.with_name("variants" if path.name == "model.ll"
+                                                         else model.name + ".variants")
+    c = compare(model, out, options, which, method=a.method, timeout=a.timeout)
+    if a.json:
+        print(report.json_text(c), end="")
+    else:
+        print(report.table(c, title=False) + report.NOTE)
+        print(f"artifacts: {out}/<variant>/ (linked.ll, specialized.ll, optimized.ll, specialization.log, "
+              "profile.txt)")
+    return 0 if c.passed else 1
+
+
+def _emit(model, a, options) -> int:
+    """One build of the selected mode, one artifact out (in the manner of opt -S / llc)."""
+    from . import codegen, passes
+    from .variants import specialize_rounds, linked
+
+    mod = linked(model)
+    spec = specialize_rounds(str(mod), a.mode, options, model.shapes, f"{model.path.name} ({a.mode})")
+    if a.log:
+        Path(a.log).write_text(spec.log_text())
+    if a.emit == "specialized-ll":
+        data: str | bytes = spec.text
+    else:
+        mod = codegen.parse(spec.text, "specialized.ll")
+        passes.constprop(mod, options.unroll_threshold)
+        passes.optimize(mod, options.unroll_threshold)
+        data = {"ll": lambda: str(mod), "asm": lambda: codegen.emit_assembly(mod),
+                "obj": lambda: codegen.emit_object(mod)}[a.emit]()
+    if not a.output or a.output == "-":
+        if isinstance(data, bytes):
+            raise UserError("--emit=obj needs -o FILE (an object file is not written to a terminal)")
+        sys.stdout.write(data)
+    else:
+        out = Path(a.output)
+        out.write_bytes(data) if isinstance(data, bytes) else out.write_text(data)
+    return 0
+
+
 def _examples(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="specialize examples", description="Capture and run the bundled examples.")
     p.add_argument("names", nargs="*")
@@ -92,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] == "examples":
             return _examples(argv[1:])
         if argv and argv[0] == "run":
-            argv = argv[1:]
-        return _run(argv)
+            return _run(argv[1:])
+        return _specialize(argv)
     except UserError as e:
         print(f"specialize: error: {e}", file=sys.stderr)
         return 2

@@ -1,7 +1,9 @@
 """Link a model object with the QEMU harness into an mps2-an386 firmware ELF.
 
 The linker script gives the model object output sections of its own (.model.text, ...), so
-its sizes are read off the ELF apart from the harness, libc and libm.
+its sizes are read off the ELF apart from the harness, libc and libm. A model may come as
+several objects (a model object and a kernel library object compiled apart): all of them
+are the model in the size report.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 from elftools.elf.elffile import ELFFile
@@ -29,7 +32,7 @@ class Firmware:
     elf: Path
     entry_addr: int  # first instruction of the model's entry function (Thumb bit cleared)
     stop_addr: int  # where the measurement window closes (harness_measure_return)
-    model_sizes: dict  # section kind -> bytes of the model object in the ELF
+    model_sizes: dict  # section kind -> bytes of the model object(s) in the ELF
     library_sizes: dict  # section kind -> bytes of everything else: harness, libc, libm
 
 
@@ -40,20 +43,21 @@ MEMORY
   FLASH (rx) : ORIGIN = 0x00000000, LENGTH = 4M
   RAM (rwx)  : ORIGIN = 0x20000000, LENGTH = 4M
 }}
-ENTRY(harness_reset)
+ENTRY({entry})
 SECTIONS
 {{
   .vectors : {{ KEEP(*(.vectors)) }} > FLASH
-  .model.text : ALIGN(4) {{ {model}(.text .text.*) }} > FLASH
-  .model.rodata : ALIGN(64) {{ {model}(.rodata .rodata.*) }} > FLASH
+  .model.text : ALIGN(4) {{ {model_text} }} > FLASH
+  .model.rodata : ALIGN(64) {{ {model_rodata} }} > FLASH
   .text : ALIGN(4) {{ *(.text .text.*) }} > FLASH
   .rodata : ALIGN(8) {{ *(.rodata .rodata.*) }} > FLASH
-  .ARM.exidx : {{ *(.ARM.exidx*) }} > FLASH
+  /* unwind index: a module optimized without its callees' nounwind pulls in the EHABI personality */
+  .ARM.exidx : {{ __exidx_start = .; *(.ARM.exidx*) __exidx_end = .; }} > FLASH
   /* one RAM data region (one copy loop); model parts are marked for the size report */
-  .data : ALIGN(64) {{ __data_start = .; __model_data_start = .; {model}(.data .data.*)
+  .data : ALIGN(64) {{ __data_start = .; __model_data_start = .; {model_data}
       __model_data_end = .; *(.data .data.*) . = ALIGN(4); __data_end = .; }} > RAM AT > FLASH
   __data_load = LOADADDR(.data);
-  .bss (NOLOAD) : ALIGN(64) {{ __bss_start = .; __model_bss_start = .; {model}(.bss .bss.* COMMON)
+  .bss (NOLOAD) : ALIGN(64) {{ __bss_start = .; __model_bss_start = .; {model_bss}
       __model_bss_end = .; *(.bss .bss.* COMMON) . = ALIGN(4); __bss_end = .; }} > RAM
   __stack_top = ORIGIN(RAM) + LENGTH(RAM);
 }}
@@ -106,7 +110,28 @@ def _run(cmd: list, what: str) -> None:
         raise UserError(f"{what} failed: {first.strip()}")
 
 
-def build(model_obj: Path, manifest: Manifest, workdir: Path, libs: tuple[Path, ...] = ()) -> Firmware:
+def linker_script(model_objs: Sequence[Path], entry: str = "harness_reset") -> str:
+    """The linker script, with every model object's sections in the .model.* output sections."""
+    names = [Path(o).name for o in model_objs]
+    if len(set(names)) != len(names) or set(names) & {"startup.o", "harness.o", "io.o"}:
+        raise ValueError(f"model object names must be distinct from each other and the harness: {names}")
+
+    def clause(sections: str) -> str:
+        return " ".join(f"*{n}({sections})" for n in names)
+
+    return LINKER_SCRIPT.format(entry=entry, model_text=clause(".text .text.*"),
+                                model_rodata=clause(".rodata .rodata.*"), model_data=clause(".data .data.*"),
+                                model_bss=clause(".bss .bss.* COMMON"))
+
+
+def _objects(model_obj: Path | Sequence[Path]) -> list[Path]:
+    return [Path(model_obj)] if isinstance(model_obj, (str, Path)) else [Path(o) for o in model_obj]
+
+
+def build(model_obj: Path | Sequence[Path], manifest: Manifest, workdir: Path,
+          libs: tuple[Path, ...] = ()) -> Firmware:
+    """Link the model object(s) with the harness. `libs` are linked too but not counted as model."""
+    model_objs = _objects(model_obj)
     gcc = find_tool("arm-none-eabi-gcc")
     workdir.mkdir(parents=True, exist_ok=True)
     harness_dir = Path(str(resources.files("specializer") / "harness"))
@@ -118,12 +143,54 @@ def build(model_obj: Path, manifest: Manifest, workdir: Path, libs: tuple[Path, 
         _run([gcc, *GCC_FLAGS, f"-I{harness_dir}", "-c", src, "-o", obj], f"compiling harness {src.name}")
         objs.append(obj)
     ld = workdir / "link.ld"
-    ld.write_text(LINKER_SCRIPT.format(model="*" + model_obj.name))
+    ld.write_text(linker_script(model_objs))
     elf = workdir / "firmware.elf"
-    _run([gcc, *GCC_FLAGS, "-nostartfiles", "-T", ld, "-Wl,--gc-sections", *objs, model_obj, *libs,
+    _run([gcc, *GCC_FLAGS, "-nostartfiles", "-T", ld, "-Wl,--gc-sections", *objs, *model_objs, *libs,
           "-Wl,--start-group", "-lm", "-lc", "-lnosys", "-lgcc", "-Wl,--end-group", "-o", elf],
          "linking firmware")
     return _inspect(elf, manifest.entry)
+
+
+def link_sizes(model_obj: Path | Sequence[Path], entries: Sequence[str], workdir: Path) -> dict:
+    """Section bytes of the model object(s) linked without a harness (nothing to run).
+
+    The entry points are the roots of --gc-sections, so the same accounting as `build` applies:
+    what the entries reach, from every model object, counted in the .model.* sections."""
+    model_objs = _objects(model_obj)
+    if not entries:
+        raise UserError("nothing to link: the module has no entry point")
+    gcc = find_tool("arm-none-eabi-gcc")
+    workdir.mkdir(parents=True, exist_ok=True)
+    ld = workdir / "link.ld"
+    ld.write_text(linker_script(model_objs, entry=entries[0]).replace("KEEP(*(.vectors))", ""))
+    elf = workdir / "sizes.elf"
+    keep = [f"-Wl,--undefined={e}" for e in entries]
+    _run([gcc, *GCC_FLAGS, "-nostartfiles", "-T", ld, "-Wl,--gc-sections", *keep, *model_objs,
+          "-Wl,--start-group", "-lm", "-lc", "-lnosys", "-lgcc", "-Wl,--end-group", "-o", elf],
+         "linking the model")
+    with open(elf, "rb") as f:
+        return _model_sizes(ELFFile(f), elf)[0]
+
+
+def _model_sizes(e: ELFFile, elf: Path) -> tuple[dict, dict]:
+    symtab = e.get_section_by_name(".symtab")
+
+    def sym(name: str) -> int:
+        found = symtab.get_symbol_by_name(name)
+        if not found:
+            raise UserError(f"{elf}: symbol '{name}' missing from the firmware")
+        return found[0]["st_value"] & ~1
+
+    model, lib = dict.fromkeys(SECTION_KINDS, 0), dict.fromkeys(SECTION_KINDS, 0)
+    for s in e.iter_sections():
+        if s.name in (".model.text", ".model.rodata"):
+            model[s.name[7:]] = s["sh_size"]
+        elif s.name.lstrip(".") in SECTION_KINDS:
+            lib[s.name.lstrip(".")] = s["sh_size"]
+    for kind in ("data", "bss"):
+        model[kind] = sym(f"__model_{kind}_end") - sym(f"__model_{kind}_start")
+        lib[kind] -= model[kind]
+    return model, lib
 
 
 def _inspect(elf: Path, entry: str) -> Firmware:
@@ -137,13 +204,5 @@ def _inspect(elf: Path, entry: str) -> Firmware:
                 raise UserError(f"{elf}: symbol '{name}' missing from the firmware")
             return found[0]["st_value"] & ~1
 
-        model, lib = dict.fromkeys(SECTION_KINDS, 0), dict.fromkeys(SECTION_KINDS, 0)
-        for s in e.iter_sections():
-            if s.name in (".model.text", ".model.rodata"):
-                model[s.name[7:]] = s["sh_size"]
-            elif s.name.lstrip(".") in SECTION_KINDS:
-                lib[s.name.lstrip(".")] = s["sh_size"]
-        for kind in ("data", "bss"):
-            model[kind] = sym(f"__model_{kind}_end") - sym(f"__model_{kind}_start")
-            lib[kind] -= model[kind]
+        model, lib = _model_sizes(e, elf)
         return Firmware(elf, sym(entry), sym("harness_measure_return"), model, lib)

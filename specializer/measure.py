@@ -97,13 +97,17 @@ def errors(got: list[np.ndarray], manifest: Manifest) -> tuple[float, float, boo
     return max_abs, max_rel, ok
 
 
-def run_model(model_ll: Path, workdir: Path, manifest: Manifest | None = None,
-              method: str = "plugin", timeout: float = 120) -> tuple[Row, qemu.RunResult]:
-    model_ll = Path(model_ll)
-    workdir.mkdir(parents=True, exist_ok=True)
-    obj = compile_model(model_ll, workdir)  # first: a bad .ll is reported before a missing manifest
-    manifest = manifest or Manifest.load(model_ll.with_name("model.json"))
-    fw = firmware.build(obj, manifest, workdir)
+@dataclass(frozen=True)
+class Measured:
+    row: Row
+    result: qemu.RunResult
+    firmware: firmware.Firmware
+
+
+def measure(objects: Path | list[Path], manifest: Manifest, workdir: Path, method: str = "plugin",
+            timeout: float = 120) -> Measured:
+    """Link the model object(s) with the harness, run on QEMU, check against JAX, count."""
+    fw = firmware.build(objects, manifest, workdir)
     result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout)
     got = read_outputs(result.stdout, manifest)
     max_abs, max_rel, ok = errors(got, manifest)
@@ -118,4 +122,14 @@ def run_model(model_ll: Path, workdir: Path, manifest: Manifest | None = None,
     row = Row(manifest.function, "pass" if ok else "FAIL", max_abs, max_rel,
               fw.model_sizes["text"], fw.model_sizes["rodata"], fw.model_sizes["data"],
               fw.model_sizes["bss"], insns, cyc)
-    return row, result
+    return Measured(row, result, fw)
+
+
+def run_model(model_ll: Path, workdir: Path, manifest: Manifest | None = None,
+              method: str = "plugin", timeout: float = 120) -> tuple[Row, qemu.RunResult]:
+    model_ll = Path(model_ll)
+    workdir.mkdir(parents=True, exist_ok=True)
+    obj = compile_model(model_ll, workdir)  # first: a bad .ll is reported before a missing manifest
+    manifest = manifest or Manifest.load(model_ll.with_name("model.json"))
+    m = measure(obj, manifest, workdir, method=method, timeout=timeout)
+    return m.row, m.result

@@ -1,0 +1,42 @@
+"""Build every variant of one model, run each on QEMU, and collect the comparison.
+
+One directory per variant under the output directory (artifacts: see variants.py), plus
+per-function profiles (profile.py) and the comparison itself as report.md / report.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from . import firmware, measure, profile, report, variants
+from .inputs import Model
+from .report import Comparison, VariantRow
+
+
+def compare(model: Model, out_dir: Path, options: variants.Options = variants.Options(),
+            which: tuple[str, ...] = variants.VARIANTS, method: str = "plugin",
+            timeout: float = 120) -> Comparison:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for v in which:
+        b = variants.build(model, v, out_dir / v, options)
+        counts = b.specialized.counts() if b.specialized else None
+        spec = dict(clones=len(b.specialized.clones), refused=counts["refused"]) if counts else {}
+        if model.manifest is None:
+            sizes = firmware.link_sizes(b.objects, model.entries, b.dir)
+            rows.append(VariantRow(v, "not run", sizes["text"], sizes["rodata"], sizes["data"], sizes["bss"],
+                                   **spec))
+            continue
+        m = measure.measure(list(b.objects), model.manifest, b.dir, method=method, timeout=timeout)
+        if m.result.profile is not None:
+            profile.write(profile.function_profile(m.firmware.elf, m.result.profile), b.dir)
+        r = m.row
+        rows.append(VariantRow(v, r.status, r.text, r.rodata, r.data, r.bss, r.insns,
+                               r.cycles if method == "plugin" else None, r.max_abs_err, r.max_rel_err, **spec))
+    opts = asdict(options) | {"method": method}
+    c = Comparison(model.name, model.kind, tuple(rows), opts)
+    (out_dir / "report.md").write_text(report.table(c) + "\n" + report.NOTE + "\n")
+    (out_dir / "report.json").write_text(report.json_text(c))
+    return c

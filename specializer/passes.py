@@ -1,0 +1,110 @@
+"""llvmlite new-pass-manager pipelines: internalize, constant propagation + unrolling, O2.
+
+The stages a specialized build goes through (see variants.py for the order):
+
+* ``internalize``: every definition but the kept symbols (entry points, buffers the harness
+  reads and writes) becomes internal, then ``globaldce`` drops what nothing kept reaches.
+  Only internal functions can be specialized, inlined away or dropped.
+* ``constprop``: after the specializer has rewritten call sites: IPSCCP, the always-inliner
+  (it inlines each clone's call of the original, so the constants land in the body), SROA,
+  SCCP, InstCombine, SimplifyCFG, loop rotation + unrolling, cleanup, GlobalOpt, GlobalDCE.
+* ``optimize``: LLVM's standard O2 module pipeline.
+
+Unrolling control (checked on llvmlite 0.50 / LLVM 22.1): ``PipelineTuningOptions`` has an
+on/off switch (``loop_unrolling``) but no threshold. LLVM's loop unroller takes its threshold
+from the ``-unroll-threshold`` cl::opt, which ``llvm.set_option('', '-unroll-threshold=N')``
+sets. It can be set any number of times in one process -- the last value wins for every pass
+run after it (measured: a 64-iteration loop stays rolled at 150, fully unrolls at 500/1000/2000,
+rolls again after going back to 150). It is process-global state, though, and once given,
+LLVM uses it instead of its own default (150 at O2, 300 at O3; the ARM cost model does not
+change the threshold for Cortex-M). ``unroll_threshold()`` therefore sets it for the duration
+of one pipeline and puts LLVM's O2 default back afterwards, so an unset threshold means "LLVM's
+default" for every other build in the same process. Per-loop ``llvm.loop.unroll.*`` metadata
+would be the alternative; it needs no global state but has to be attached to every loop.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import llvmlite.binding as llvm
+
+from . import codegen
+
+# LLVM's loop unroll threshold at O2 (UnrollThresholdDefault in LoopUnrollPass.cpp).
+DEFAULT_UNROLL_THRESHOLD = 150
+
+_KEEP_LINKAGES = {llvm.Linkage.internal, llvm.Linkage.private, llvm.Linkage.appending}
+
+
+@contextmanager
+def unroll_threshold(threshold: int | None):
+    """Run the enclosed passes with LLVM's -unroll-threshold set (None: LLVM's default)."""
+    if threshold is None:
+        yield
+        return
+    if threshold < 0:
+        raise ValueError("unroll threshold must be >= 0")
+    llvm.set_option("", f"-unroll-threshold={int(threshold)}")
+    try:
+        yield
+    finally:
+        llvm.set_option("", f"-unroll-threshold={DEFAULT_UNROLL_THRESHOLD}")
+
+
+def _run(mod: llvm.ModuleRef, add_passes, tm: llvm.TargetMachine | None = None) -> None:
+    tm = tm or codegen.target_machine()
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
+    pm = llvm.create_new_module_pass_manager()
+    add_passes(pm)
+    pm.run(mod, pb)
+
+
+def internalize(mod: llvm.ModuleRef, keep: set[str] | frozenset[str]) -> list[str]:
+    """Make every definition not in `keep` internal, then drop the unreachable ones.
+
+    Returns the kept symbols that the module defines (the entry points found)."""
+    found = []
+    for fn in mod.functions:
+        if fn.is_declaration or fn.name.startswith("llvm."):
+            continue
+        if fn.name in keep:
+            found.append(fn.name)
+        elif fn.linkage not in _KEEP_LINKAGES:
+            fn.linkage = llvm.Linkage.internal
+    for g in mod.global_variables:
+        if g.is_declaration or g.name.startswith("llvm.") or g.name in keep:
+            continue
+        if g.linkage not in _KEEP_LINKAGES:
+            g.linkage = llvm.Linkage.internal
+    _run(mod, lambda pm: pm.add_global_dead_code_eliminate_pass())
+    return found
+
+
+def constprop(mod: llvm.ModuleRef, threshold: int | None = None,
+              tm: llvm.TargetMachine | None = None) -> None:
+    """Constant propagation, inlining of the clones' always-inline calls, unrolling, cleanup."""
+
+    def add(pm):
+        pm.add_ipsccp_pass()
+        pm.add_always_inliner_pass()
+        pm.add_sroa_pass()
+        pm.add_sccp_pass()
+        pm.add_instruction_combine_pass()
+        pm.add_simplify_cfg_pass()
+        pm.add_loop_rotate_pass()
+        pm.add_loop_unroll_pass()
+        pm.add_instruction_combine_pass()
+        pm.add_simplify_cfg_pass()
+        pm.add_global_opt_pass()
+        pm.add_global_dead_code_eliminate_pass()
+
+    with unroll_threshold(threshold):
+        _run(mod, add, tm)
+
+
+def optimize(mod: llvm.ModuleRef, threshold: int | None = None,
+             tm: llvm.TargetMachine | None = None) -> None:
+    """LLVM's standard O2 module pipeline (with the given unroll threshold)."""
+    with unroll_threshold(threshold):
+        codegen.optimize(mod, 2, tm)

@@ -1,0 +1,541 @@
+"""Call-site specialization: clone a callee for the constant arguments of its call sites.
+
+For every call of a defined function that passes constant arguments, a clone
+``@<callee>__spec<N>`` takes only the remaining (non-constant) arguments; its body is one call
+of the original with the constants in place, marked ``alwaysinline``, so the always-inliner
+later puts the callee's body into the clone where constant propagation folds it. The call
+site is rewritten to call the clone. Call sites with the same callee and the same constants
+share one clone. N counts clones per callee in the order of their first call site in the
+module.
+
+Modes:
+
+* ``dims`` (Glow's default): only constant scalar integer and float arguments.
+* ``all-args``: every constant argument -- also global addresses, constant GEP expressions into
+  globals (buffers in the static memory plan), constant weight arrays, XLA call frames, null.
+
+Size budget (``max_growth``): the module with every candidate clone is optimized once as a
+scratch copy in which each clone is kept out of line (``noinline``) and each specialized callee
+stays as an external, unspecialized function. A clone is refused when its code bytes exceed
+``max_growth`` times the code bytes of its unspecialized callee, both as emitted for Cortex-M4
+(ELF symbol sizes). Refused call sites keep calling the original and say so in the log.
+The check is per clone, so one clone's decision never depends on another's.
+
+The rewrite is textual on LLVM's printed IR (one instruction per line, canonical), guided by
+llvmlite's view of each call (callee, operand kinds, types); the result is re-parsed and
+printed again, so it is canonical and byte-identical for the same input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import llvmlite.binding as llvm
+
+from . import codegen
+from .errors import UserError
+
+MODES = ("dims", "all-args")
+
+_SCALAR_KINDS = {llvm.ValueKind.constant_int, llvm.ValueKind.constant_fp}
+_ADDRESS_KINDS = {
+    llvm.ValueKind.global_variable, llvm.ValueKind.function, llvm.ValueKind.constant_expr,
+    llvm.ValueKind.constant_pointer_null, llvm.ValueKind.constant_aggregate_zero,
+    llvm.ValueKind.constant_data_array, llvm.ValueKind.constant_data_vector,
+    llvm.ValueKind.constant_array, llvm.ValueKind.constant_struct, llvm.ValueKind.constant_vector,
+}
+_SPEC_SUFFIX = re.compile(r"(__spec\d+)+$")
+_SCALAR_TYPE = re.compile(r"^(i\d+|half|bfloat|float|double)$")
+_BARE_NAME = re.compile(r"^[-a-zA-Z$._][-a-zA-Z$._0-9]*$")
+_GLOBAL_REF = re.compile(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)')
+_ATTR_GROUP = re.compile(r"^attributes #(\d+) = \{ (.*) \}$", re.M)
+# function attributes that do not carry over to a clone: memory effects (the clone reaches
+# through globals what the callee reached through its arguments), inlining (decided anew),
+# and those that name argument positions
+_DROP_FN_ATTRS = re.compile(r'\s*\b(memory\([^)]*\)|alwaysinline|allocsize\([^)]*\)|allockind\([^)]*\))'
+                            r'|\s*"alloc-family"(="[^"]*")?')
+_UNSUPPORTED_PARAM_ATTRS = re.compile(r"\b(byval|byref|sret|inalloca|preallocated|swiftself|swifterror|"
+                                      r"swiftasync|nest)\b")
+
+SIZER = Callable[[str], dict]  # module text -> {function name: code bytes}
+
+
+def quote(name: str) -> str:
+    """`@name` as LLVM prints it (quoted when it has characters outside the bare set)."""
+    if _BARE_NAME.match(name):
+        return "@" + name
+    return '@"' + name.replace("\\", "\\5C").replace('"', "\\22") + '"'
+
+
+def _unquote(ref: str) -> str:
+    if ref.startswith('"'):
+        return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), ref[1:-1])
+    return ref
+
+
+@dataclass(frozen=True)
+class ConstArg:
+    index: int  # argument position, 0-based
+    value: str  # typed constant as LLVM prints it: "i32 16", "ptr @mlp_w_w1", "ptr getelementptr (...)"
+    summary: str  # what the log shows: "i32 16", "@mlp_w_w1 (f32[16x32], 2048 bytes, constant)"
+
+
+@dataclass(frozen=True)
+class Site:
+    """One call site with constant arguments, and what became of it."""
+    number: int  # 1-based, module order (numbering continues across rounds)
+    round: int  # specialization round (round 2 sees the constants round 1 propagated)
+    caller: str
+    callee: str
+    nargs: int
+    const: tuple[ConstArg, ...]
+    status: str  # kept | shared | refused
+    clone: str | None  # the clone it calls now (None when refused)
+    reason: str = ""
+    clone_bytes: int | None = None
+    callee_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Specialized:
+    mode: str
+    max_growth: float | None
+    text: str  # the module after specialization (canonical IR text)
+    sites: tuple[Site, ...]
+
+    @property
+    def clones(self) -> list[str]:
+        return list(dict.fromkeys(s.clone for s in self.sites if s.clone))
+
+    def counts(self) -> dict:
+        c = {"kept": 0, "shared": 0, "refused": 0}
+        for s in self.sites:
+            c[s.status] += 1
+        return c
+
+    @property
+    def rounds(self) -> int:
+        return max((s.round for s in self.sites), default=1)
+
+    def refused_keys(self) -> frozenset:
+        """Refused call sites, so a later round neither retries nor logs them again."""
+        return frozenset(_site_key(s.caller, s.callee, s.const) for s in self.sites if s.status == "refused")
+
+    def log_json(self) -> str:
+        return json.dumps({"mode": self.mode, "max_growth": self.max_growth, "counts": self.counts(),
+                           "rounds": self.rounds, "clones": self.clones,
+                           "sites": [asdict(s) for s in self.sites]},
+                          indent=1, sort_keys=True) + "\n"
+
+    def log_text(self) -> str:
+        """The specialization log as people read it: one block per call site."""
+        c = self.counts()
+        budget = (f"max growth {self.max_growth:g}x (clone code bytes vs its unspecialized callee's)"
+                  if self.max_growth is not None else "no size budget")
+        out = [f"; specialization log: mode {self.mode}, {budget}",
+               f"; {len(self.sites)} call sites with constant arguments: {c['kept']} kept, "
+               f"{c['shared']} shared, {c['refused']} refused; {len(self.clones)} clones"]
+        last_round = 0
+        for s in self.sites:
+            if s.round != last_round:
+                out.append(f"; round {s.round}")
+                last_round = s.round
+            head = f"#{s.number} {quote(s.caller)} -> {quote(s.callee)}: {s.status}"
+            if s.clone:
+                head += f" {quote(s.clone)}"
+            if s.reason:
+                head += f" ({s.reason})"
+            out.append(head)
+            for a in s.const:
+                out.append(f"    arg {a.index} = {a.summary}")
+            if len(s.const) < s.nargs:
+                rest = sorted(set(range(s.nargs)) - {a.index for a in s.const})
+                out.append(f"    kept as parameters: arg {', '.join(map(str, rest))}")
+            if s.clone_bytes is not None and s.status != "shared":
+                out.append(f"    size: clone {s.clone_bytes} bytes, callee {s.callee_bytes} bytes")
+        return "\n".join(out) + "\n"
+
+
+def merge(rounds: list[Specialized]) -> Specialized:
+    """Several rounds as one result: the last round's module, every round's call sites."""
+    sites = tuple(s for r in rounds for s in r.sites)
+    return Specialized(rounds[-1].mode, rounds[-1].max_growth, rounds[-1].text, sites)
+
+
+def _site_key(caller: str, callee: str, const) -> tuple:
+    return (caller, callee, tuple((a.index, a.value) for a in const))
+
+
+# --------------------------------------------------------------------------- reading calls
+
+
+@dataclass
+class _Call:
+    line: int  # index into the module's lines
+    caller: str
+    callee: str
+    args: list[str]  # argument texts as written at the call site (type, attributes, value)
+    const: list[ConstArg]
+    types: list[str]  # argument types
+    ret: str  # the call's type (void or the return type)
+    callee_start: int  # column of the callee token on the line
+    args_end: int  # column just past the closing parenthesis
+    problem: str = ""  # why this call cannot be specialized
+
+
+def _split_args(line: str, open_paren: int) -> tuple[list[str], int]:
+    """Top-level comma-separated pieces inside the parentheses at `open_paren`; end column."""
+    depth, i, start, pieces, in_str = 0, open_paren, open_paren + 1, [], False
+    while i < len(line):
+        ch = line[i]
+        if in_str:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+            if depth == 0:
+                piece = line[start:i].strip()
+                if piece:
+                    pieces.append(piece)
+                return pieces, i + 1
+        elif ch == "," and depth == 1:
+            pieces.append(line[start:i].strip())
+            start = i + 1
+        i += 1
+    raise ValueError(f"unbalanced call: {line.strip()}")
+
+
+def _function_lines(lines: list[str]) -> dict[str, tuple[int, int]]:
+    """Function name -> (line of `define`, line of the closing `}`)."""
+    spans, i = {}, 0
+    while i < len(lines):
+        if lines[i].startswith("define "):
+            name = _define_name(lines[i])
+            j = i
+            while lines[j] != "}":
+                j += 1
+            spans[name] = (i, j)
+            i = j
+        i += 1
+    return spans
+
+
+def _define_name(line: str) -> str:
+    m = re.search(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)\(', line)
+    return _unquote(m.group(1))
+
+
+class _Module:
+    """The module as text lines plus llvmlite's view of it."""
+
+    def __init__(self, text: str, where: str):
+        self.mod = codegen.parse(text, where)
+        self.text = str(self.mod)
+        self.lines = self.text.split("\n")
+        self.spans = _function_lines(self.lines)
+        self.td = llvm.create_target_data(self.mod.data_layout)
+        self.groups = {int(m.group(1)): m.group(2) for m in _ATTR_GROUP.finditer(self.text)}
+        self.functions = {f.name: f for f in self.mod.functions}
+        self.globals = {g.name: g for g in self.mod.global_variables}  # all linkages
+        self.global_lines = {}
+        for i, line in enumerate(self.lines):
+            if line.startswith("@"):
+                m = _GLOBAL_REF.match(line)
+                self.global_lines[_unquote(m.group(1))] = i
+
+    def define_line(self, fn: str) -> str:
+        return self.lines[self.spans[fn][0]]
+
+    def fn_attributes(self, fn: str) -> str:
+        line = self.define_line(fn)
+        _, end = _split_args(line, line.index(quote(fn) + "(") + len(quote(fn)))
+        refs = re.findall(r"#(\d+)", line[end:])
+        return " ".join(self.groups.get(int(r), "") for r in refs).strip()
+
+    def calling_convention(self, fn: str) -> str:
+        """The callee's calling convention keyword with a trailing space ('' for the C default)."""
+        line = self.define_line(fn)
+        head = line[: line.index(quote(fn) + "(")]
+        m = re.search(r"(?:^| )([a-z_0-9]+cc|cc \d+) ", head[len("define"):] + " ")
+        return m.group(1) + " " if m else ""
+
+    def is_constant_global(self, name: str) -> bool:
+        line = self.lines[self.global_lines[name]][:300] if name in self.global_lines else ""
+        return re.match(r'^@\S+ = (?:[a-z_]+ )*constant\b', line) is not None
+
+    def instruction_lines(self, fn: str) -> list[int]:
+        a, b = self.spans[fn]
+        return [i for i in range(a + 1, b) if self.lines[i].startswith("  ")]
+
+
+def _type_summary(ty: str) -> str:
+    """`[16 x [32 x float]]` -> `f32[16x32]`; other types as LLVM prints them."""
+    dims = []
+    while True:
+        m = re.match(r"^\[(\d+) x (.*)\]$", ty)
+        if not m:
+            break
+        dims.append(m.group(1))
+        ty = m.group(2)
+    if not dims:
+        return ty
+    elem = {"float": "f32", "double": "f64", "half": "f16"}.get(ty, ty)
+    return f"{elem}[{'x'.join(dims)}]"
+
+
+_DTYPE_SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "int8": "i8", "uint8": "u8",
+                "int16": "i16", "uint16": "u16", "int32": "i32", "uint32": "u32", "bool": "pred"}
+
+
+class _Planner:
+    def __init__(self, m: _Module, mode: str, shapes: dict):
+        self.m, self.mode, self.shapes = m, mode, shapes
+
+    def global_summary(self, name: str) -> str:
+        ref = quote(name)
+        f = self.m.functions.get(name)
+        if f is not None:
+            return f"{ref} (function)"
+        g = self.m.globals.get(name)
+        if g is None:
+            return ref
+        ty = g.global_value_type
+        nbytes = self.m.td.get_abi_size(ty)
+        kind = "constant" if self.m.is_constant_global(name) else "buffer"
+        if name in self.shapes:
+            dtype, shape = self.shapes[name]
+            what = f"{_DTYPE_SHORT.get(dtype, dtype)}[{'x'.join(map(str, shape))}]"
+        else:
+            what = _type_summary(str(ty))
+        return f"{ref} ({what}, {nbytes} bytes, {kind})"
+
+    def summary(self, op: llvm.ValueRef, value: str) -> str:
+        kind = op.value_kind
+        if kind in (llvm.ValueKind.global_variable, llvm.ValueKind.function):
+            return self.global_summary(op.name)
+        if kind == llvm.ValueKind.constant_expr:
+            m = re.match(r'^ptr getelementptr (?:inbounds |nuw |nusw )*\(i8, ptr (@\S+), i(?:32|64) (-?\d+)\)$',
+                         value)
+            if m:
+                base = _unquote(m.group(1)[1:])
+                described = self.global_summary(base)
+                return f"{quote(base)}+{m.group(2)}{described[len(quote(base)):]}"
+            bases = [_unquote(r) for r in _GLOBAL_REF.findall(value)]
+            if len(set(bases)) == 1:
+                return f"{value}  ; {self.global_summary(bases[0])}"
+        return value
+
+    def is_constant(self, op: llvm.ValueRef, ty: str) -> bool:
+        kind = op.value_kind
+        if kind in _SCALAR_KINDS and _SCALAR_TYPE.match(ty):
+            return True
+        return self.mode == "all-args" and (kind in _ADDRESS_KINDS or kind in _SCALAR_KINDS)
+
+    def calls(self) -> list[_Call]:
+        m = self.m
+        found = []
+        for fn in m.mod.functions:
+            if fn.is_declaration:
+                continue
+            line_numbers = m.instruction_lines(fn.name)
+            insts = [i for b in fn.blocks for i in b.instructions]
+            if len(insts) != len(line_numbers):
+                raise UserError(f"specialize: cannot map the instructions of {quote(fn.name)} to its text")
+            for inst, ln in zip(insts, line_numbers):
+                if inst.opcode != "call":
+                    continue
+                call = self.call(fn.name, inst, ln)
+                if call is not None:
+                    found.append(call)
+        return found
+
+    def call(self, caller: str, inst: llvm.ValueRef, ln: int) -> _Call | None:
+        ops = list(inst.operands)
+        if ops[-1].value_kind != llvm.ValueKind.function:
+            return None  # indirect call
+        callee = self.m.functions.get(ops[-1].name)
+        if callee is None or callee.is_declaration:
+            return None  # intrinsics, external functions
+        line = self.m.lines[ln]
+        ops = ops[:-1]
+        types = [str(o.type) for o in ops]
+        const = []
+        for i, (o, ty) in enumerate(zip(ops, types)):
+            if self.is_constant(o, ty):
+                if o.value_kind in (llvm.ValueKind.global_variable, llvm.ValueKind.function):
+                    value = f"{ty} {quote(o.name)}"
+                else:
+                    value = str(o)
+                const.append(ConstArg(i, value, self.summary(o, value)))
+        if not const:
+            return None
+        token = quote(callee.name) + "("
+        at = line.find(token, line.find("call "))
+        problem = ""
+        args, end = [], at
+        if at < 0:
+            problem = "call not understood"
+        else:
+            args, end = _split_args(line, at + len(token) - 1)
+            if len(args) != len(ops):
+                problem = "call has operand bundles or a mismatched signature"
+        if not problem:
+            problem = self.callee_problem(callee, line, end)
+        return _Call(ln, caller, callee.name, args, const, types, str(inst.type), at, end, problem)
+
+    def callee_problem(self, callee: llvm.ValueRef, line: str, end: int) -> str:
+        if re.search(r"\bmusttail\b", line):
+            return "musttail call"
+        if re.search(r"\[\s*\"", line[end:]):
+            return "call has operand bundles"
+        define = self.m.define_line(callee.name)
+        if "..." in define[define.index(quote(callee.name) + "("):]:
+            return "callee is variadic"
+        attrs = self.m.fn_attributes(callee.name)
+        if re.search(r"\balwaysinline\b", attrs):
+            return "callee is alwaysinline: the constants reach it by inlining anyway"
+        if re.search(r"\b(optnone|naked)\b", attrs):
+            return "callee is optnone or naked"
+        params = define[define.index(quote(callee.name) + "("):]
+        if _UNSUPPORTED_PARAM_ATTRS.search(params):
+            return "callee has byval/sret/inalloca-style parameters"
+        return ""
+
+
+# --------------------------------------------------------------------------- rewriting
+
+
+@dataclass
+class _Clone:
+    name: str
+    callee: str
+    key: tuple
+    first: _Call
+    sites: list = field(default_factory=list)
+
+
+def _rewrite_call(line: str, call: _Call, clone: str) -> str:
+    const_at = {a.index for a in call.const}
+    kept = [a for i, a in enumerate(call.args) if i not in const_at]
+    tail = line[call.args_end:]
+    md = tail.find(", !")
+    tail = tail[md:] if md >= 0 else ""  # call-site function attributes belonged to the old callee
+    return line[:call.callee_start] + f"{quote(clone)}({', '.join(kept)})" + tail
+
+
+def _clone_text(m: _Module, c: _Clone) -> str:
+    call = c.first
+    const = {a.index: a.value for a in call.const}
+    params, args = [], []
+    for i, ty in enumerate(call.types):
+        if i in const:
+            args.append(const[i])
+        else:
+            params.append(f"{ty} %arg{i}")
+            args.append(f"{ty} %arg{i}")
+    attrs = _DROP_FN_ATTRS.sub("", m.fn_attributes(c.callee)).strip()
+    ret = call.ret
+    cc = m.calling_convention(c.callee)  # the clone is called as the callee was
+    invoke = f"call {cc}{ret} {quote(c.callee)}({', '.join(args)}) alwaysinline"
+    body = [f"  ret void" if ret == "void" else f"  ret {ret} %r"]
+    body.insert(0, f"  {invoke}" if ret == "void" else f"  %r = {invoke}")
+    return "\n".join([f"define internal {cc}{ret} {quote(c.name)}({', '.join(params)}) {attrs} {{".replace("  {", " {"),
+                      "entry:", *body, "}", ""])
+
+
+def _apply(m: _Module, clones: list[_Clone], where: str) -> str:
+    lines = list(m.lines)
+    for c in clones:
+        for call in c.sites:
+            lines[call.line] = _rewrite_call(lines[call.line], call, c.name)
+    text = "\n".join(lines) + "\n" + "\n".join(_clone_text(m, c) for c in clones)
+    return str(codegen.parse(text, where))
+
+
+def _scratch(text: str, clones: list[_Clone], where: str) -> str:
+    """The module for measuring sizes: clones out of line, specialized callees unspecialized."""
+    mod = codegen.parse(text, where)
+    for c in clones:
+        mod.get_function(c.name).add_function_attribute("noinline")
+    for callee in dict.fromkeys(c.callee for c in clones):
+        fn = mod.get_function(callee)
+        fn.linkage = llvm.Linkage.external  # no constants propagate into it from its callers
+        fn.add_function_attribute("noinline")
+    return str(mod)
+
+
+def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None,
+               sizer: SIZER | None = None, shapes: dict | None = None,
+               where: str = "module.ll", round: int = 1, first_number: int = 1,
+               skip: frozenset = frozenset()) -> Specialized:
+    """Specialize every call site of `text` with constant arguments (see the module docstring).
+
+    sizer: module text -> {function: code bytes}, required with max_growth.
+    shapes: global symbol -> (dtype, shape), to describe weights in the log.
+    round, first_number, skip: for later rounds (see `merge`); `skip` holds the call sites
+    refused before (Specialized.refused_keys), left alone and not logged again."""
+    if mode not in MODES:
+        raise UserError(f"unknown specialization mode '{mode}' (use {' or '.join(MODES)})")
+    if max_growth is not None and max_growth <= 0:
+        raise UserError(f"--max-growth must be positive, not {max_growth:g}")
+    m = _Module(text, where)
+    planner = _Planner(m, mode, shapes or {})
+    calls = [c for c in planner.calls() if _site_key(c.caller, c.callee, c.const) not in skip]
+
+    clones: dict[tuple, _Clone] = {}
+    per_callee: dict[str, int] = {}
+    taken = set(m.functions)
+    for call in calls:
+        if call.problem:
+            continue
+        key = (call.callee, tuple((a.index, a.value) for a in call.const))
+        if key not in clones:
+            root = _SPEC_SUFFIX.sub("", call.callee) or call.callee  # a clone's clone: f__spec2, not f__spec0__spec0
+            n = per_callee.get(root, 0)
+            while f"{root}__spec{n}" in taken:
+                n += 1
+            per_callee[root] = n + 1
+            name = f"{root}__spec{n}"
+            taken.add(name)
+            clones[key] = _Clone(name, call.callee, key, call)
+        clones[key].sites.append(call)
+    candidates = list(clones.values())
+
+    sizes: dict[str, int] = {}
+    refused: dict[str, str] = {}
+    if max_growth is not None and candidates:
+        if sizer is None:
+            raise ValueError("max_growth needs a sizer")
+        sizes = sizer(_scratch(_apply(m, candidates, where), candidates, where))
+        for c in candidates:
+            mine, theirs = sizes.get(c.name, 0), sizes.get(c.callee, 0)
+            if mine > max_growth * theirs:
+                refused[c.name] = (f"size budget: clone {mine} bytes > {max_growth:g} x callee {theirs} bytes")
+    accepted = [c for c in candidates if c.name not in refused]
+    out = _apply(m, accepted, where) if accepted else m.text
+
+    by_line = {call.line: c for c in candidates for call in c.sites}
+    sites, seen = [], set()
+    for n, call in enumerate(calls, first_number):
+        c = by_line.get(call.line)
+        common = dict(number=n, round=round, caller=call.caller, callee=call.callee, nargs=len(call.types),
+                      const=tuple(call.const))
+        if c is None:
+            sites.append(Site(**common, status="refused", clone=None, reason=call.problem))
+            continue
+        measured = dict(clone_bytes=sizes.get(c.name), callee_bytes=sizes.get(c.callee)) if sizes else {}
+        if c.name in refused:
+            sites.append(Site(**common, status="refused", clone=None, reason=refused[c.name], **measured))
+        else:
+            sites.append(Site(**common, status="shared" if c.name in seen else "kept", clone=c.name, **measured))
+            seen.add(c.name)
+    return Specialized(mode, max_growth, out, tuple(sites))

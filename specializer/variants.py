@@ -1,0 +1,223 @@
+"""The four builds every comparison makes of one model, each into its own directory.
+
+| variant    | what it is |
+|------------|------------|
+| `separate` | model.ll optimized alone at O2 -> model.o; the libjit bitcode optimized alone at O2 ->
+|            | libjit.o (one section per function and global, so the linker's --gc-sections keeps
+|            | what the model uses, as with a library built with -ffunction-sections) |
+| `lto`      | model + libjit linked into one module, internalized, O2, no explicit specialization |
+| `dims`     | `lto` + call sites specialized on constant scalar arguments, constprop, unrolling, O2 |
+| `all-args` | `lto` + call sites specialized on every constant argument, constprop, unrolling, O2 |
+
+Artifacts (text, byte-identical when the same input is built twice):
+`linked.ll` (linked, internalized, dead code dropped: what the specializer sees),
+`specialized.ll` (after specialization, before optimization), `optimized.ll`, and
+`specialization.log` / `specialization.json`. `separate` writes `optimized.ll` of the model
+module alone. The unroll threshold applies to the specializing variants only: `separate` and
+`lto` are what LLVM's defaults give.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+
+from . import codegen, libjit, passes
+from .errors import UserError
+from .inputs import Model
+from .specialize import Specialized, merge, quote, specialize
+
+VARIANTS = ("separate", "lto", "dims", "all-args")
+BASELINE = "separate"
+DEFAULT_MAX_GROWTH = 4.0
+DEFAULT_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class Options:
+    max_growth: float | None = DEFAULT_MAX_GROWTH  # None: no size budget
+    unroll_threshold: int | None = None  # None: LLVM's default (150 at O2)
+    rounds: int = DEFAULT_ROUNDS  # specialization rounds, constprop between them; stops early at no new clone
+
+
+@dataclass(frozen=True)
+class Build:
+    variant: str
+    dir: Path
+    objects: tuple[Path, ...]  # every object that makes up the model (all counted in its size)
+    specialized: Specialized | None = None
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def _library() -> "codegen.llvm.ModuleRef":
+    return codegen.parse_bitcode(libjit.build().bitcode)
+
+
+def linked(model: Model) -> "codegen.llvm.ModuleRef":
+    mod = codegen.link([codegen.parse(model.text, str(model.path)), _library()])
+    codegen.check_library_symbols(mod)
+    found = passes.internalize(mod, model.keep)
+    missing = [e for e in model.entries if e not in found]
+    if missing:
+        raise UserError(f"{model.path}: no entry point: '{missing[0]}' is not defined after linking")
+    return mod
+
+
+# --------------------------------------------------------------------------- sections
+
+
+_DEFINE_TAIL = re.compile(r"^((?: (?:local_)?unnamed_addr)?(?: addrspace\(\d+\))?(?: #\d+)?)")
+_GLOBAL_TAIL = re.compile(r"(?:, align \d+)?(?:, ![-\w.]+ !\d+)*(?: #\d+)?$")
+_GLOBAL_DEF = re.compile(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+) = (?:[a-z_]+ )*(global|constant) ')
+
+
+def with_sections(text: str) -> str:
+    """Each function and global variable in a section of its own (.text.<f>, .rodata.<g>, ...).
+
+    llvmlite's TargetMachine has no -ffunction-sections switch, so the sections are named in
+    the IR; GNU ld's --gc-sections then drops whatever the entry points do not reach."""
+    out = []
+    for line in text.split("\n"):
+        if line.startswith("define ") and " section \"" not in line:
+            name = _name_of_define(line)
+            at = _args_end(line, line.index(quote(name) + "(") + len(quote(name)))
+            tail = _DEFINE_TAIL.match(line[at:]).end() + at
+            line = line[:tail] + f' section ".text.{_plain(name)}"' + line[tail:]
+        else:
+            m = _GLOBAL_DEF.match(line)
+            if m and ", section \"" not in line:
+                name = m.group(1).strip('"')
+                if m.group(2) == "constant":
+                    kind = ".rodata"
+                else:
+                    kind = ".bss" if _zero_initialized(line, m.end()) else ".data"
+                tail = _GLOBAL_TAIL.search(line).start()
+                line = line[:tail] + f', section "{kind}.{_plain(name)}"' + line[tail:]
+        out.append(line)
+    return "\n".join(out)
+
+
+def _zero_initialized(line: str, type_at: int) -> bool:
+    if line[type_at] in "[{<":
+        end = _args_end(line, type_at)
+    else:
+        end = line.index(" ", type_at)
+    return line[end:].startswith(" zeroinitializer")
+
+
+def _plain(name: str) -> str:
+    return re.sub(r'[^-\w.$]', "_", name)
+
+
+def _name_of_define(line: str) -> str:
+    m = re.search(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)\(', line)
+    ref = m.group(1)
+    return ref[1:-1] if ref.startswith('"') else ref
+
+
+def _args_end(line: str, open_paren: int) -> int:
+    depth = 0
+    for i in range(open_paren, len(line)):
+        if line[i] in "([{<":
+            depth += 1
+        elif line[i] in ")]}>":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    raise ValueError(line)
+
+
+def _emit(mod, path: Path, sections: bool = False) -> Path:
+    if sections:
+        mod = codegen.parse(with_sections(str(mod)), path.name)
+    path.write_bytes(codegen.emit_object(mod))
+    return path
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def code_sizes(text: str, threshold: int | None = None) -> dict[str, int]:
+    """{function: code bytes} of `text` after the specializing variants' optimization pipeline."""
+    mod = codegen.parse(text, "scratch.ll")
+    passes.constprop(mod, threshold)
+    passes.optimize(mod, threshold)
+    elf = ELFFile(io.BytesIO(codegen.emit_object(mod)))
+    sizes = {}
+    for s in elf.get_section_by_name(".symtab").iter_symbols():
+        if s["st_info"]["type"] == "STT_FUNC":
+            sizes[s.name] = sizes.get(s.name, 0) + s["st_size"]
+    return sizes
+
+
+def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | None = None,
+                      where: str = "module.ll") -> Specialized:
+    """Specialize, propagate constants, and specialize again what became constant.
+
+    Round 1 sees the constants at the call sites of the linked module; constant propagation
+    and inlining then turn arguments inside the clones into constants (a kernel's own helper
+    calls), which round 2 specializes, and so on, for at most `options.rounds` rounds or until
+    a round makes no clone. The result's text is the last round's output, before the final
+    constprop and O2."""
+    threshold = options.unroll_threshold
+    rounds: list[Specialized] = []
+    skip: frozenset = frozenset()
+    for r in range(1, max(1, options.rounds) + 1):
+        if rounds:
+            mod = codegen.parse(text, where)
+            passes.constprop(mod, threshold)
+            text = str(mod)
+        number = sum(len(x.sites) for x in rounds) + 1
+        spec = specialize(text, mode, max_growth=options.max_growth,
+                          sizer=lambda t: code_sizes(t, threshold), shapes=shapes, where=where,
+                          round=r, first_number=number, skip=skip)
+        rounds.append(spec)
+        text = spec.text
+        skip = skip | spec.refused_keys()
+        if not spec.clones:
+            break
+    return merge(rounds)
+
+
+# --------------------------------------------------------------------------- the builds
+
+
+def build(model: Model, variant: str, out_dir: Path, options: Options = Options()) -> Build:
+    """Build one variant of `model` into `out_dir`: artifacts and object(s)."""
+    if variant not in VARIANTS:
+        raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if variant == "separate":
+        mod = codegen.parse(model.text, str(model.path))
+        passes.optimize(mod)
+        _write(out_dir / "optimized.ll", str(mod))
+        lib = _library()
+        passes.optimize(lib)
+        objs = (_emit(mod, out_dir / "model.o", sections=True), _emit(lib, out_dir / "libjit.o", sections=True))
+        return Build(variant, out_dir, objs)
+
+    mod = linked(model)
+    _write(out_dir / "linked.ll", str(mod))
+    if variant == "lto":
+        passes.optimize(mod)
+        _write(out_dir / "optimized.ll", str(mod))
+        return Build(variant, out_dir, (_emit(mod, out_dir / "model.o"),))
+
+    threshold = options.unroll_threshold
+    spec = specialize_rounds(str(mod), variant, options, model.shapes, f"{model.path.name} ({variant})")
+    _write(out_dir / "specialized.ll", spec.text)
+    _write(out_dir / "specialization.log", spec.log_text())
+    _write(out_dir / "specialization.json", spec.log_json())
+    mod = codegen.parse(spec.text, "specialized.ll")
+    passes.constprop(mod, threshold)
+    passes.optimize(mod, threshold)
+    _write(out_dir / "optimized.ll", str(mod))
+    return Build(variant, out_dir, (_emit(mod, out_dir / "model.o"),), spec)
