@@ -11,3 +11,8 @@ float libjit_xla_erf_f32(float x) __asm__("xla.erf.f32");
 
 float libjit_xla_tanh_f32(float x) { return tanhf(x); }
 float libjit_xla_erf_f32(float x) { return erff(x); }
+
+/* `llvm.roundeven.f32` (jnp.round) becomes a call of roundevenf, which newlib lacks. The FPv4
+ * unit has no VRINTN; rintf rounds to nearest-even in the default rounding mode, which the
+ * firmware never changes. */
+float roundevenf(float x) { return rintf(x); }
