@@ -131,6 +131,8 @@ def _specialize(argv: list[str]) -> int:
                    help="LLVM loop-unroll threshold for the specializing variants (default: LLVM's, 150 at O2)")
     p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, metavar="N",
                    help=f"specialization rounds, constant propagation between them (default {DEFAULT_ROUNDS})")
+    p.add_argument("--no-pre-unroll", dest="pre_unroll", action="store_false",
+                   help="no loop unrolling in the constant-propagation step before O2 (O2 still unrolls)")
     p.add_argument("-S", dest="emit", action="store_const", const="ll",
                    help="write the optimized specialized module as text IR instead of comparing (= --emit=ll)")
     p.add_argument("--emit", choices=["ll", "specialized-ll", "asm", "obj"],
@@ -148,7 +150,8 @@ def _specialize(argv: list[str]) -> int:
     from . import inputs, report, variants
     from .compare import compare
 
-    options = variants.Options(max_growth=a.max_growth, unroll_threshold=a.unroll_threshold, rounds=a.rounds)
+    options = variants.Options(max_growth=a.max_growth, unroll_threshold=a.unroll_threshold, rounds=a.rounds,
+                               pre_unroll=a.pre_unroll)
     model = inputs.load(Path(a.model))
     if a.emit:
         return _emit(model, a, options)
@@ -174,7 +177,7 @@ def _specialize(argv: list[str]) -> int:
 
 def _emit(model, a, options) -> int:
     """One build of the selected mode, one artifact out (in the manner of opt -S / llc)."""
-    from . import codegen, passes
+    from . import codegen, ir, passes
     from .variants import specialize_rounds, linked
 
     mod = linked(model)
@@ -184,8 +187,8 @@ def _emit(model, a, options) -> int:
     if a.emit == "specialized-ll":
         data: str | bytes = spec.text
     else:
-        mod = codegen.parse(spec.text, "specialized.ll")
-        passes.constprop(mod, options.unroll_threshold)
+        mod = ir.parse(spec.text, "specialized.ll")
+        passes.constprop(mod, options.unroll_threshold, options.pre_unroll)
         passes.optimize(mod, options.unroll_threshold)
         data = {"ll": lambda: str(mod), "asm": lambda: codegen.emit_assembly(mod),
                 "obj": lambda: codegen.emit_object(mod)}[a.emit]()

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import codegen, intrinsics
+from . import intrinsics, ir
 from .errors import UserError
 from .manifest import Manifest
 from .normalize import normalize
@@ -41,7 +41,7 @@ class Model:
 
 
 def _external_functions(text: str, where: str, kernels_only: bool) -> tuple[str, ...]:
-    mod = codegen.parse(text, where)
+    mod = ir.parse(text, where)
     import llvmlite.binding as llvm
 
     found = []
@@ -69,13 +69,13 @@ def load(path: Path) -> Model:
                         "pass the matching *.ir-no-opt.ll instead")
     if looks_xla:
         return _xla_kernels(path, text)
-    codegen.parse(text, str(path))  # a syntax error is reported as such, with line and column
+    ir.parse(text, str(path))  # a syntax error is reported as such, with line and column
     raise UserError(f"{path}: target triple is '{triple or '(none)'}', expected {TRIPLE} "
                     "(capture a model with 'specialize capture', or pass an XLA *.ir-no-opt.ll kernel dump)")
 
 
 def _thumb_module(path: Path, text: str) -> Model:
-    codegen.parse(text, str(path))  # syntax errors first, as file:line:col
+    ir.parse(text, str(path))  # syntax errors first, as file:line:col
     manifest_path = path.with_name("model.json")
     if manifest_path.is_file():
         manifest = Manifest.load(manifest_path)

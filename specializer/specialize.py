@@ -18,8 +18,10 @@ Size budget (``max_growth``): the module with every candidate clone is optimized
 scratch copy in which each clone is kept out of line (``noinline``) and each specialized callee
 stays as an external, unspecialized function. A clone is refused when its code bytes exceed
 ``max_growth`` times the code bytes of its unspecialized callee, both as emitted for Cortex-M4
-(ELF symbol sizes). Refused call sites keep calling the original and say so in the log.
-The check is per clone, so one clone's decision never depends on another's.
+(ELF symbol sizes), and by more than MIN_BUDGET_BYTES. Refused call sites keep calling the
+original and say so in the log. The check is per clone, so one clone's decision never depends
+on another's. A clone's bytes are its own function's: helpers it calls are shared with the
+original (or specialized in a later round, with a budget check of their own).
 
 The rewrite is textual on LLVM's printed IR (one instruction per line, canonical), guided by
 llvmlite's view of each call (callee, operand kinds, types); the result is re-parsed and
@@ -35,7 +37,7 @@ from typing import Callable
 
 import llvmlite.binding as llvm
 
-from . import codegen
+from . import ir
 from .errors import UserError
 
 MODES = ("dims", "all-args")
@@ -59,6 +61,10 @@ _DROP_FN_ATTRS = re.compile(r'\s*\b(memory\([^)]*\)|alwaysinline|allocsize\([^)]
                             r'|\s*"alloc-family"(="[^"]*")?')
 _UNSUPPORTED_PARAM_ATTRS = re.compile(r"\b(byval|byref|sret|inalloca|preallocated|swiftself|swifterror|"
                                       r"swiftasync|nest)\b")
+
+# a clone at most this many bytes larger than its callee is never refused (a few instructions
+# more than a tiny wrapper is no growth worth refusing)
+MIN_BUDGET_BYTES = 64
 
 SIZER = Callable[[str], dict]  # module text -> {function name: code bytes}
 
@@ -238,7 +244,7 @@ class _Module:
     """The module as text lines plus llvmlite's view of it."""
 
     def __init__(self, text: str, where: str):
-        self.mod = codegen.parse(text, where)
+        self.mod = ir.parse(text, where)
         self.text = str(self.mod)
         self.lines = self.text.split("\n")
         self.spans = _function_lines(self.lines)
@@ -273,8 +279,10 @@ class _Module:
         return re.match(r'^@\S+ = (?:[a-z_]+ )*constant\b', line) is not None
 
     def instruction_lines(self, fn: str) -> list[int]:
+        """First line of each instruction (a switch continues on lines of its own: its cases
+        indented further, then `  ]`)."""
         a, b = self.spans[fn]
-        return [i for i in range(a + 1, b) if self.lines[i].startswith("  ")]
+        return [i for i in range(a + 1, b) if re.match(r"  [^ \]]", self.lines[i])]
 
 
 def _type_summary(ty: str) -> str:
@@ -458,12 +466,12 @@ def _apply(m: _Module, clones: list[_Clone], where: str) -> str:
         for call in c.sites:
             lines[call.line] = _rewrite_call(lines[call.line], call, c.name)
     text = "\n".join(lines) + "\n" + "\n".join(_clone_text(m, c) for c in clones)
-    return str(codegen.parse(text, where))
+    return str(ir.parse(text, where))
 
 
 def _scratch(text: str, clones: list[_Clone], where: str) -> str:
     """The module for measuring sizes: clones out of line, specialized callees unspecialized."""
-    mod = codegen.parse(text, where)
+    mod = ir.parse(text, where)
     for c in clones:
         mod.get_function(c.name).add_function_attribute("noinline")
     for callee in dict.fromkeys(c.callee for c in clones):
@@ -476,13 +484,14 @@ def _scratch(text: str, clones: list[_Clone], where: str) -> str:
 def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None,
                sizer: SIZER | None = None, shapes: dict | None = None,
                where: str = "module.ll", round: int = 1, first_number: int = 1,
-               skip: frozenset = frozenset()) -> Specialized:
+               skip: frozenset = frozenset(), reserved: frozenset = frozenset()) -> Specialized:
     """Specialize every call site of `text` with constant arguments (see the module docstring).
 
     sizer: module text -> {function: code bytes}, required with max_growth.
     shapes: global symbol -> (dtype, shape), to describe weights in the log.
-    round, first_number, skip: for later rounds (see `merge`); `skip` holds the call sites
-    refused before (Specialized.refused_keys), left alone and not logged again."""
+    round, first_number, skip, reserved: for later rounds (see `merge`); `skip` holds the call
+    sites refused before (Specialized.refused_keys), left alone and not logged again; `reserved`
+    the names of earlier rounds' clones, never reused even when a clone has been inlined away."""
     if mode not in MODES:
         raise UserError(f"unknown specialization mode '{mode}' (use {' or '.join(MODES)})")
     if max_growth is not None and max_growth <= 0:
@@ -493,7 +502,7 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
 
     clones: dict[tuple, _Clone] = {}
     per_callee: dict[str, int] = {}
-    taken = set(m.functions)
+    taken = set(m.functions) | set(reserved)
     for call in calls:
         if call.problem:
             continue
@@ -518,7 +527,7 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
         sizes = sizer(_scratch(_apply(m, candidates, where), candidates, where))
         for c in candidates:
             mine, theirs = sizes.get(c.name, 0), sizes.get(c.callee, 0)
-            if mine > max_growth * theirs:
+            if mine > max(max_growth * theirs, theirs + MIN_BUDGET_BYTES):
                 refused[c.name] = (f"size budget: clone {mine} bytes > {max_growth:g} x callee {theirs} bytes")
     accepted = [c for c in candidates if c.name not in refused]
     out = _apply(m, accepted, where) if accepted else m.text

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
 
-from . import codegen, libjit, passes
+from . import codegen, ir, libjit, passes
 from .errors import UserError
 from .inputs import Model
 from .specialize import Specialized, merge, quote, specialize
@@ -42,6 +42,7 @@ class Options:
     max_growth: float | None = DEFAULT_MAX_GROWTH  # None: no size budget
     unroll_threshold: int | None = None  # None: LLVM's default (150 at O2)
     rounds: int = DEFAULT_ROUNDS  # specialization rounds, constprop between them; stops early at no new clone
+    pre_unroll: bool = True  # unroll loops in the constprop step too, not only in O2
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,14 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _library() -> "codegen.llvm.ModuleRef":
-    return codegen.parse_bitcode(libjit.build().bitcode)
+def _library(ctx=None) -> "codegen.llvm.ModuleRef":
+    return ir.parse_bitcode(libjit.build().bitcode, ctx)
 
 
 def linked(model: Model) -> "codegen.llvm.ModuleRef":
-    mod = codegen.link([codegen.parse(model.text, str(model.path)), _library()])
+    """model + libjit in one module (one fresh LLVM context), internalized, dead code dropped."""
+    ctx = ir.context()
+    mod = codegen.link([ir.parse(model.text, str(model.path), ctx), _library(ctx)])
     codegen.check_library_symbols(mod)
     found = passes.internalize(mod, model.keep)
     missing = [e for e in model.entries if e not in found]
@@ -137,7 +140,7 @@ def _args_end(line: str, open_paren: int) -> int:
 
 def _emit(mod, path: Path, sections: bool = False) -> Path:
     if sections:
-        mod = codegen.parse(with_sections(str(mod)), path.name)
+        mod = ir.parse(with_sections(str(mod)), path.name)
     path.write_bytes(codegen.emit_object(mod))
     return path
 
@@ -145,10 +148,10 @@ def _emit(mod, path: Path, sections: bool = False) -> Path:
 # --------------------------------------------------------------------------- sizes
 
 
-def code_sizes(text: str, threshold: int | None = None) -> dict[str, int]:
+def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = True) -> dict[str, int]:
     """{function: code bytes} of `text` after the specializing variants' optimization pipeline."""
-    mod = codegen.parse(text, "scratch.ll")
-    passes.constprop(mod, threshold)
+    mod = ir.parse(text, "scratch.ll")
+    passes.constprop(mod, threshold, pre_unroll)
     passes.optimize(mod, threshold)
     elf = ELFFile(io.BytesIO(codegen.emit_object(mod)))
     sizes = {}
@@ -172,13 +175,14 @@ def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | Non
     skip: frozenset = frozenset()
     for r in range(1, max(1, options.rounds) + 1):
         if rounds:
-            mod = codegen.parse(text, where)
-            passes.constprop(mod, threshold)
+            mod = ir.parse(text, where)
+            passes.constprop(mod, threshold, options.pre_unroll)
             text = str(mod)
         number = sum(len(x.sites) for x in rounds) + 1
         spec = specialize(text, mode, max_growth=options.max_growth,
-                          sizer=lambda t: code_sizes(t, threshold), shapes=shapes, where=where,
-                          round=r, first_number=number, skip=skip)
+                          sizer=lambda t: code_sizes(t, threshold, options.pre_unroll), shapes=shapes, where=where,
+                          round=r, first_number=number, skip=skip,
+                          reserved=frozenset(c for x in rounds for c in x.clones))
         rounds.append(spec)
         text = spec.text
         skip = skip | spec.refused_keys()
@@ -196,7 +200,7 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
         raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
     out_dir.mkdir(parents=True, exist_ok=True)
     if variant == "separate":
-        mod = codegen.parse(model.text, str(model.path))
+        mod = ir.parse(model.text, str(model.path))
         passes.optimize(mod)
         _write(out_dir / "optimized.ll", str(mod))
         lib = _library()
@@ -216,8 +220,8 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
     _write(out_dir / "specialized.ll", spec.text)
     _write(out_dir / "specialization.log", spec.log_text())
     _write(out_dir / "specialization.json", spec.log_json())
-    mod = codegen.parse(spec.text, "specialized.ll")
-    passes.constprop(mod, threshold)
+    mod = ir.parse(spec.text, "specialized.ll")
+    passes.constprop(mod, threshold, options.pre_unroll)
     passes.optimize(mod, threshold)
     _write(out_dir / "optimized.ll", str(mod))
     return Build(variant, out_dir, (_emit(mod, out_dir / "model.o"),), spec)
