@@ -1,0 +1,231 @@
+"""The call-site specializer: FileCheck tests on hand-written modules (tests/ir/specialize_*.ll),
+rounds, sections for the separate build, the CLI's emit mode and its bad-input errors.
+
+Each tests/ir/specialize_*.ll names its options on a `; SPECIALIZE:` line; CHECK lines are
+matched against the IR after specialization (after constant propagation too with --constprop),
+LOG lines against the specialization log.
+"""
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specializer import codegen, passes, variants
+from specializer.errors import UserError
+from specializer.specialize import specialize
+
+IR = Path(__file__).parent / "ir"
+CASES = sorted(IR.glob("specialize_*.ll"))
+SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
+HEADER = ('target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"\n'
+          'target triple = "thumbv7em-unknown-none-eabihf"\n')
+
+
+def filecheck(check_file: Path, text: str, prefix: str) -> None:
+    exe = Path(sys.executable).with_name("filecheck")
+    r = subprocess.run([str(exe), "--check-prefix", prefix, str(check_file)], input=text,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr + "\n--- input ---\n" + text
+
+
+def case_options(case: Path) -> argparse.Namespace:
+    line = next(ln for ln in case.read_text().splitlines() if ln.startswith("; SPECIALIZE:"))
+    p = argparse.ArgumentParser()
+    p.add_argument("--dims", dest="mode", action="store_const", const="dims", default="dims")
+    p.add_argument("--all-args", dest="mode", action="store_const", const="all-args")
+    p.add_argument("--max-growth", type=float)
+    p.add_argument("--unroll-threshold", type=int)
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--constprop", action="store_true")
+    return p.parse_args(shlex.split(line.split(":", 1)[1]))
+
+
+def run_case(case: Path) -> tuple[str, str]:
+    o = case_options(case)
+    opts = variants.Options(max_growth=o.max_growth, unroll_threshold=o.unroll_threshold, rounds=o.rounds)
+    spec = variants.specialize_rounds(case.read_text(), o.mode, opts, where=case.name)
+    text = spec.text
+    if o.constprop:
+        mod = codegen.parse(text, case.name)
+        passes.constprop(mod, o.unroll_threshold)
+        text = str(mod)
+    return text, spec.log_text()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
+def test_specialized_ir(case: Path):
+    text, log = run_case(case)
+    codegen.parse(text, case.name)  # the result is valid IR
+    filecheck(case, text, "CHECK")
+    if "; LOG" in case.read_text():
+        filecheck(case, log, "LOG")
+
+
+def test_output_is_byte_identical(tmp_path):
+    case = IR / "specialize_shared.ll"
+    first = run_case(case)
+    assert run_case(case) == first
+
+
+MODULE = HEADER + """
+@w = internal constant [3 x i32] [i32 1, i32 2, i32 3]
+
+define internal i32 @inner(ptr %p, i32 %n) noinline {
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %next, %loop ]
+  %acc = phi i32 [ 0, %entry ], [ %sum, %loop ]
+  %q = getelementptr i32, ptr %p, i32 %i
+  %v = load i32, ptr %q
+  %sum = add i32 %acc, %v
+  %next = add i32 %i, 1
+  %more = icmp ult i32 %next, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret i32 %sum
+}
+
+define internal i32 @outer(ptr %p, i32 %n) noinline {
+  %r = call i32 @inner(ptr %p, i32 %n)
+  %s = mul i32 %r, 2
+  ret i32 %s
+}
+
+define i32 @run() {
+  %a = call i32 @outer(ptr @w, i32 3)
+  ret i32 %a
+}
+"""
+
+
+def test_round_two_specializes_what_round_one_made_constant():
+    spec = variants.specialize_rounds(MODULE, "all-args", variants.Options(max_growth=None, rounds=3))
+    log = spec.log_text()
+    # round 1: the call in @run; round 2: @inner's call, constant only once @outer's clone has
+    # the constants in its body
+    assert "; round 1\n#1 @run -> @outer: kept @outer__spec0" in log
+    assert "; round 2\n#2 @outer__spec0 -> @inner: kept @inner__spec0" in log
+    assert [s.round for s in spec.sites] == [1, 2]
+    assert spec.rounds == 2  # round 3 found nothing new and was not logged
+
+
+def test_clone_names_are_not_reused_across_rounds():
+    spec = variants.specialize_rounds(MODULE, "dims", variants.Options(max_growth=None, rounds=3))
+    assert len(spec.clones) == len(set(spec.clones))
+
+
+def test_budget_needs_a_sizer_and_a_positive_factor():
+    with pytest.raises(ValueError):
+        specialize(MODULE, "all-args", max_growth=2.0)
+    with pytest.raises(UserError, match="must be positive"):
+        specialize(MODULE, "all-args", max_growth=0, sizer=lambda t: {})
+    with pytest.raises(UserError, match="unknown specialization mode"):
+        specialize(MODULE, "weights")
+
+
+def test_json_log_lists_every_site():
+    spec = specialize(MODULE, "all-args")
+    data = json.loads(spec.log_json())
+    assert data["mode"] == "all-args" and data["counts"] == {"kept": 1, "shared": 0, "refused": 0}
+    (site,) = data["sites"]
+    assert site["caller"] == "run" and site["callee"] == "outer" and site["clone"] == "outer__spec0"
+    assert [a["summary"] for a in site["const"]] == ["@w (i32[3], 12 bytes, constant)", "i32 3"]
+
+
+def test_with_sections_gives_every_symbol_its_own_section():
+    text = str(codegen.parse(HEADER + """
+@c = internal constant [2 x i32] [i32 1, i32 2], align 4
+@z = global [8 x i8] zeroinitializer, align 8
+@d = global i32 5
+define void @f() #0 { ret void }
+attributes #0 = { nounwind }
+""", "t.ll"))
+    out = variants.with_sections(text)
+    codegen.parse(out, "t.ll")
+    assert 'define void @f() #0 section ".text.f" {' in out
+    assert '@c = internal constant [2 x i32] [i32 1, i32 2], section ".rodata.c", align 4' in out
+    assert '@z = global [8 x i8] zeroinitializer, section ".bss.z", align 8' in out
+    assert '@d = global i32 5, section ".data.d"' in out
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def run_cli(*args, cwd=None):
+    return subprocess.run([*SPECIALIZE, *map(str, args)], capture_output=True, text=True, cwd=cwd)
+
+
+def assert_one_line_error(r, *fragments):
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("specialize: error: ")
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+def test_emit_writes_the_specialized_module(tmp_path):
+    ll = tmp_path / "kernel.ll"
+    ll.write_text(MODULE)
+    spec_ll, opt_ll, log = tmp_path / "s.ll", tmp_path / "o.ll", tmp_path / "spec.log"
+    r = run_cli("--all-args", ll, "--emit", "specialized-ll", "-o", spec_ll, "--log", log)
+    assert r.returncode == 0, r.stderr
+    spec = spec_ll.read_text()
+    assert "i32 @outer__spec0()" in spec and "i32 @inner__spec0()" in spec  # rounds 1 and 2
+    assert "#1 @run -> @outer: kept @outer__spec0" in log.read_text()
+    r = run_cli("--all-args", ll, "-S", "-o", opt_ll)
+    assert r.returncode == 0, r.stderr
+    opt = opt_ll.read_text()
+    assert "i32 @run()" in opt and "ret i32 12" in opt  # (1 + 2 + 3) * 2, all folded
+
+
+def test_wrong_target_triple(tmp_path):
+    ll = tmp_path / "model.ll"
+    ll.write_text('target triple = "aarch64-unknown-linux-gnu"\ndefine void @f() {\n  ret void\n}\n')
+    assert_one_line_error(run_cli("--all-args", ll), "aarch64-unknown-linux-gnu", "expected thumbv7em")
+
+
+def test_no_entry_point(tmp_path):
+    ll = tmp_path / "lib.ll"
+    ll.write_text(HEADER + "define internal void @f() {\n  ret void\n}\n")
+    assert_one_line_error(run_cli("--all-args", ll), "no entry point")
+
+
+def test_manifest_entry_missing_from_module(tmp_path, captured):
+    c = captured("quadratic")
+    (tmp_path / "model.json").write_text(c.manifest_json.read_text())
+    ll = tmp_path / "model.ll"
+    ll.write_text(c.model_ll.read_text().replace("@quadratic_run(", "@renamed_run("))
+    assert_one_line_error(run_cli(ll), "no entry point", "quadratic_run")
+
+
+def test_xla_module_without_kernels(tmp_path):
+    ll = tmp_path / "fusion.ir-no-opt.ll"
+    ll.write_text('target triple = "x86_64-unknown-linux-gnu"\n'
+                  "define internal void @helper() {\n  ret void\n}\n")
+    assert_one_line_error(run_cli(ll), "no entry point", "XLA kernel")
+
+
+def test_xla_optimized_ir_is_refused(tmp_path):
+    ll = tmp_path / "fusion.ir-with-opt.ll"
+    ll.write_text('target triple = "x86_64-unknown-linux-gnu"\n')
+    assert_one_line_error(run_cli(ll), "ir-no-opt.ll")
+
+
+def test_raw_xla_kernel_module_is_built_not_run(tmp_path):
+    r = run_cli(IR / "retarget_x86_kernel.ll", "--all-args", "-o", tmp_path / "out", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["kind"] == "xla-kernels"
+    assert [v["variant"] for v in data["variants"]] == ["separate", "lto", "dims", "all-args"]
+    assert all(v["status"] == "not run" and v["insns"] is None for v in data["variants"])
+    assert all(v["text"] > 0 for v in data["variants"])
+    assert (tmp_path / "out" / "all-args" / "specialization.log").is_file()
+    table = run_cli(IR / "retarget_x86_kernel.ll", "--variants", "lto", "-o", tmp_path / "t")
+    assert "not run: no inputs" in table.stdout
