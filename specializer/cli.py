@@ -79,10 +79,11 @@ lto = one module, internalized, O2; dims = lto + call sites specialized on const
 arguments (Glow's default); all-args = every constant argument specialized (buffer addresses,
 weights, XLA call frames); both then constant propagation, unrolling and O2.
 
-size budget (--max-growth X): each candidate clone and its callee are optimized in a scratch
-copy of the module, the clone kept out of line and the callee unspecialized; a clone whose
-code bytes exceed X times the callee's is refused, its call sites keep calling the original,
-and the log says so. 'none' turns the budget off.
+size budget (--max-growth X): the clones and their callees are optimized in a scratch copy of
+the module (clones kept out of line, callees unspecialized); all clones of one callee together
+may take at most X times the callee's code bytes. Clones are admitted in the order of their
+first call site; one that would exceed its callee's budget is refused, its call sites keep
+calling the original, and the log says so. 'none' turns the budget off.
 
 artifacts in DIR/<variant>/: linked.ll, specialized.ll, optimized.ll, specialization.log and
 .json, profile.txt and .json (per function: instructions, est. cycles), firmware.elf;
@@ -125,7 +126,7 @@ def _specialize(argv: list[str]) -> int:
                    help=f"comma-separated variants to build (default: separate,lto,dims and, with "
                         f"--all-args, all-args; have: {','.join(VARIANTS)})")
     p.add_argument("--max-growth", type=_growth, default=DEFAULT_MAX_GROWTH, metavar="X",
-                   help=f"refuse a clone whose optimized code is more than X times its callee's "
+                   help=f"the clones of a callee may take at most X times its optimized code "
                         f"(default {DEFAULT_MAX_GROWTH:g}; 'none': no budget)")
     p.add_argument("--unroll-threshold", type=int, metavar="N",
                    help="LLVM loop-unroll threshold for the specializing variants (default: LLVM's, 150 at O2)")

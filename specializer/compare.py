@@ -22,8 +22,9 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
     rows = []
     for v in which:
         b = variants.build(model, v, out_dir / v, options)
-        counts = b.specialized.counts() if b.specialized else None
-        spec = dict(clones=len(b.specialized.clones), refused=counts["refused"]) if counts else {}
+        spec = {}
+        if b.specialized:
+            spec = dict(clones=len(b.specialized.clones), refused=b.specialized.refused_by_budget)
         if model.manifest is None:
             sizes = firmware.link_sizes(b.objects, model.entries, b.dir)
             rows.append(VariantRow(v, "not run", sizes["text"], sizes["rodata"], sizes["data"], sizes["bss"],

@@ -25,7 +25,7 @@ class VariantRow:
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     clones: int | None = None  # specialized variants: clones made
-    refused: int | None = None  # ... and call sites refused
+    refused: int | None = None  # ... and call sites the size budget refused
 
     @property
     def size(self) -> int:
@@ -95,7 +95,7 @@ def table(c: Comparison, title: bool = True) -> str:
     from tabulate import tabulate
 
     headers = ["variant", "result", ".text", ".rodata", "size", "size vs separate", "instructions",
-               "est. cycles", "cycles vs separate", "max rel err", "clones (refused)"]
+               "est. cycles", "cycles vs separate", "max rel err", "clones (refused by budget)"]
     body = []
     for r in c.rows:
         d = c.deltas(r)

@@ -16,12 +16,15 @@ Modes:
 
 Size budget (``max_growth``): the module with every candidate clone is optimized once as a
 scratch copy in which each clone is kept out of line (``noinline``) and each specialized callee
-stays as an external, unspecialized function. A clone is refused when its code bytes exceed
-``max_growth`` times the code bytes of its unspecialized callee, both as emitted for Cortex-M4
-(ELF symbol sizes), and by more than MIN_BUDGET_BYTES. Refused call sites keep calling the
-original and say so in the log. The check is per clone, so one clone's decision never depends
-on another's. A clone's bytes are its own function's: helpers it calls are shared with the
-original (or specialized in a later round, with a budget check of their own).
+stays as an external, unspecialized function; code bytes are the ELF symbol sizes as emitted
+for Cortex-M4. All clones of one callee together may take at most ``max_growth`` times the
+callee's bytes (and never less than the callee's bytes plus MIN_BUDGET_BYTES): clones are
+admitted in the order of their first call site, and one that would push its callee's total over
+the limit is refused. Refused call sites keep calling the original and say so in the log.
+Counting the clones of a callee together is what catches duplication: five clones of a kernel,
+each as large as the kernel, are five times its code although each alone is "1x". A clone's
+bytes are its own function's: helpers it calls are shared with the original (or specialized in
+a later round, with a budget of their own; the budget is per round).
 
 The rewrite is textual on LLVM's printed IR (one instruction per line, canonical), guided by
 llvmlite's view of each call (callee, operand kinds, types); the result is re-parsed and
@@ -65,6 +68,7 @@ _UNSUPPORTED_PARAM_ATTRS = re.compile(r"\b(byval|byref|sret|inalloca|preallocate
 # a clone at most this many bytes larger than its callee is never refused (a few instructions
 # more than a tiny wrapper is no growth worth refusing)
 MIN_BUDGET_BYTES = 64
+BUDGET = "size budget"  # how a budget refusal's reason starts
 
 SIZER = Callable[[str], dict]  # module text -> {function name: code bytes}
 
@@ -123,6 +127,11 @@ class Specialized:
         return c
 
     @property
+    def refused_by_budget(self) -> int:
+        """Call sites refused by the size budget (the others could not be specialized at all)."""
+        return sum(1 for s in self.sites if s.status == "refused" and s.reason.startswith(BUDGET))
+
+    @property
     def rounds(self) -> int:
         return max((s.round for s in self.sites), default=1)
 
@@ -139,7 +148,7 @@ class Specialized:
     def log_text(self) -> str:
         """The specialization log as people read it: one block per call site."""
         c = self.counts()
-        budget = (f"max growth {self.max_growth:g}x (clone code bytes vs its unspecialized callee's)"
+        budget = (f"max growth {self.max_growth:g}x (code bytes of a callee's clones vs the unspecialized callee's)"
                   if self.max_growth is not None else "no size budget")
         out = [f"; specialization log: mode {self.mode}, {budget}",
                f"; {len(self.sites)} call sites with constant arguments: {c['kept']} kept, "
@@ -525,10 +534,15 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
         if sizer is None:
             raise ValueError("max_growth needs a sizer")
         sizes = sizer(_scratch(_apply(m, candidates, where), candidates, where))
+        used: dict[str, int] = {}  # callee -> bytes of its clones admitted so far
         for c in candidates:
             mine, theirs = sizes.get(c.name, 0), sizes.get(c.callee, 0)
-            if mine > max(max_growth * theirs, theirs + MIN_BUDGET_BYTES):
-                refused[c.name] = (f"size budget: clone {mine} bytes > {max_growth:g} x callee {theirs} bytes")
+            total = used.get(c.callee, 0) + mine
+            if total > max(max_growth * theirs, theirs + MIN_BUDGET_BYTES):
+                refused[c.name] = (f"{BUDGET}: clones of {quote(c.callee)} would take {total} bytes > "
+                                   f"{max_growth:g} x its {theirs} bytes")
+            else:
+                used[c.callee] = total
     accepted = [c for c in candidates if c.name not in refused]
     out = _apply(m, accepted, where) if accepted else m.text
 

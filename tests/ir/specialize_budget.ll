@@ -8,7 +8,7 @@
 ; CHECK-NOT: @poly__spec0
 ; LOG: max growth 1.5x
 ; LOG: 1 call sites with constant arguments: 0 kept, 0 shared, 1 refused; 0 clones
-; LOG: #1 @run -> @poly: refused (size budget: clone [[CLONE:[0-9]+]] bytes > 1.5 x callee [[CALLEE:[0-9]+]] bytes)
+; LOG: #1 @run -> @poly: refused (size budget: clones of @poly would take [[CLONE:[0-9]+]] bytes > 1.5 x its [[CALLEE:[0-9]+]] bytes)
 ; LOG-NEXT: arg 1 = i32 64
 ; LOG-NEXT: kept as parameters: arg 0
 ; LOG-NEXT: size: clone [[CLONE]] bytes, callee [[CALLEE]] bytes
