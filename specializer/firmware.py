@@ -105,7 +105,11 @@ def io_source(manifest: Manifest) -> str:
 def _run(cmd: list, what: str) -> None:
     r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
     if r.returncode != 0:
-        lines = [ln for ln in (r.stderr or r.stdout).splitlines() if "error" in ln.lower()]
+        out = (r.stderr or r.stdout).splitlines()
+        # the linker's own reason (an undefined reference) before collect2's summary line
+        lines = [ln for ln in out if "undefined reference" in ln]
+        lines += [ln for ln in out if "error" in ln.lower() and "collect2" not in ln]
+        lines += [ln for ln in out if "error" in ln.lower()]
         first = (lines or (r.stderr or r.stdout).strip().splitlines() or ["(no output)"])[0]
         raise UserError(f"{what} failed: {first.strip()}")
 
