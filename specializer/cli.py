@@ -80,8 +80,9 @@ arguments (Glow's default); all-args = every constant argument specialized (buff
 weights, XLA call frames); both then constant propagation, unrolling and O2.
 
 size budget (--max-growth X): the clones and their callees are optimized in a scratch copy of
-the module (clones kept out of line, callees unspecialized); all clones of one callee together
-may take at most X times the callee's code bytes. Clones are admitted in the order of their
+the module (clones kept out of line, callees unspecialized). A callee's size counts every
+function it calls; a clone adds its own code and what only it calls. All clones of one callee
+together may add at most X times the callee's size. Clones are admitted in the order of their
 first call site; one that would exceed its callee's budget is refused, its call sites keep
 calling the original, and the log says so. 'none' turns the budget off.
 
@@ -126,7 +127,7 @@ def _specialize(argv: list[str]) -> int:
                    help=f"comma-separated variants to build (default: separate,lto,dims and, with "
                         f"--all-args, all-args; have: {','.join(VARIANTS)})")
     p.add_argument("--max-growth", type=_growth, default=DEFAULT_MAX_GROWTH, metavar="X",
-                   help=f"the clones of a callee may take at most X times its optimized code "
+                   help=f"the clones of a callee may add at most X times its optimized code "
                         f"(default {DEFAULT_MAX_GROWTH:g}; 'none': no budget)")
     p.add_argument("--unroll-threshold", type=int, metavar="N",
                    help="LLVM loop-unroll threshold for the specializing variants (default: LLVM's, 150 at O2)")

@@ -16,15 +16,17 @@ Modes:
 
 Size budget (``max_growth``): the module with every candidate clone is optimized once as a
 scratch copy in which each clone is kept out of line (``noinline``) and each specialized callee
-stays as an external, unspecialized function; code bytes are the ELF symbol sizes as emitted
-for Cortex-M4. All clones of one callee together may take at most ``max_growth`` times the
-callee's bytes (and never less than the callee's bytes plus MIN_BUDGET_BYTES): clones are
-admitted in the order of their first call site, and one that would push its callee's total over
-the limit is refused. Refused call sites keep calling the original and say so in the log.
-Counting the clones of a callee together is what catches duplication: five clones of a kernel,
-each as large as the kernel, are five times its code although each alone is "1x". A clone's
-bytes are its own function's: helpers it calls are shared with the original (or specialized in
-a later round, with a budget of their own; the budget is per round).
+stays as an external, unspecialized function; code bytes are ELF symbol sizes as emitted for
+Cortex-M4, and the call graph is read off the optimized scratch IR. A callee's size is its own
+bytes plus those of every function it reaches; what a clone adds is its own bytes plus those of
+the functions it reaches that the callee does not (and no earlier clone of it already added).
+All clones of one callee together may add at most ``max_growth`` times the callee's size (and
+never less than MIN_BUDGET_BYTES more than it): clones are admitted in the order of their first
+call site, and one that would push the total over the limit is refused. Refused call sites
+keep calling the original and say so in the log. Counting the clones of a callee together is
+what catches duplication: five clones of a kernel, each as large as the kernel, add five times
+its code although each alone is "1x". Counting what a function reaches is what keeps a thin
+wrapper (a few bytes that call the real kernel) from looking tiny. The budget is per round.
 
 The rewrite is textual on LLVM's printed IR (one instruction per line, canonical), guided by
 llvmlite's view of each call (callee, operand kinds, types); the result is re-parsed and
@@ -70,7 +72,27 @@ _UNSUPPORTED_PARAM_ATTRS = re.compile(r"\b(byval|byref|sret|inalloca|preallocate
 MIN_BUDGET_BYTES = 64
 BUDGET = "size budget"  # how a budget refusal's reason starts
 
-SIZER = Callable[[str], dict]  # module text -> {function name: code bytes}
+@dataclass(frozen=True)
+class CodeSizes:
+    """What a sizer measures on the optimized scratch module."""
+    bytes: dict  # function -> code bytes (ELF symbol size)
+    calls: dict  # function -> names of the defined functions it calls directly
+
+    def reach(self, fn: str) -> set[str]:
+        """`fn` and every function it reaches through direct calls."""
+        seen, todo = set(), [fn]
+        while todo:
+            f = todo.pop()
+            if f not in seen and f in self.bytes:
+                seen.add(f)
+                todo.extend(self.calls.get(f, ()))
+        return seen
+
+    def total(self, fns) -> int:
+        return sum(self.bytes[f] for f in fns)
+
+
+SIZER = Callable[[str], CodeSizes]  # module text -> code sizes and call graph
 
 
 def quote(name: str) -> str:
@@ -105,8 +127,8 @@ class Site:
     status: str  # kept | shared | refused
     clone: str | None  # the clone it calls now (None when refused)
     reason: str = ""
-    clone_bytes: int | None = None
-    callee_bytes: int | None = None
+    clone_bytes: int | None = None  # code the clone adds: itself and what only it calls
+    callee_bytes: int | None = None  # the unspecialized callee with every function it calls
 
 
 @dataclass(frozen=True)
@@ -170,7 +192,8 @@ class Specialized:
                 rest = sorted(set(range(s.nargs)) - {a.index for a in s.const})
                 out.append(f"    kept as parameters: arg {', '.join(map(str, rest))}")
             if s.clone_bytes is not None and s.status != "shared":
-                out.append(f"    size: clone {s.clone_bytes} bytes, callee {s.callee_bytes} bytes")
+                out.append(f"    size: clone adds {s.clone_bytes} bytes; callee {s.callee_bytes} bytes "
+                           "(with the functions it calls)")
         return "\n".join(out) + "\n"
 
 
@@ -528,21 +551,25 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
         clones[key].sites.append(call)
     candidates = list(clones.values())
 
-    sizes: dict[str, int] = {}
+    measured: dict[str, dict] = {}  # clone -> its sizes for the log
     refused: dict[str, str] = {}
     if max_growth is not None and candidates:
         if sizer is None:
             raise ValueError("max_growth needs a sizer")
         sizes = sizer(_scratch(_apply(m, candidates, where), candidates, where))
-        used: dict[str, int] = {}  # callee -> bytes of its clones admitted so far
+        counted: dict[str, set] = {}  # callee -> functions its admitted clones added
         for c in candidates:
-            mine, theirs = sizes.get(c.name, 0), sizes.get(c.callee, 0)
-            total = used.get(c.callee, 0) + mine
+            base = sizes.reach(c.callee)
+            theirs = sizes.total(base)
+            new = sizes.reach(c.name) - base - counted.get(c.callee, set())
+            mine = sizes.total(new)
+            total = sizes.total(counted.get(c.callee, set()) | new)
+            measured[c.name] = dict(clone_bytes=mine, callee_bytes=theirs)
             if total > max(max_growth * theirs, theirs + MIN_BUDGET_BYTES):
-                refused[c.name] = (f"{BUDGET}: clones of {quote(c.callee)} would take {total} bytes > "
+                refused[c.name] = (f"{BUDGET}: clones of {quote(c.callee)} would add {total} bytes > "
                                    f"{max_growth:g} x its {theirs} bytes")
             else:
-                used[c.callee] = total
+                counted[c.callee] = counted.get(c.callee, set()) | new
     accepted = [c for c in candidates if c.name not in refused]
     out = _apply(m, accepted, where) if accepted else m.text
 
@@ -555,10 +582,10 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
         if c is None:
             sites.append(Site(**common, status="refused", clone=None, reason=call.problem))
             continue
-        measured = dict(clone_bytes=sizes.get(c.name), callee_bytes=sizes.get(c.callee)) if sizes else {}
+        sizes_of = measured.get(c.name, {})
         if c.name in refused:
-            sites.append(Site(**common, status="refused", clone=None, reason=refused[c.name], **measured))
+            sites.append(Site(**common, status="refused", clone=None, reason=refused[c.name], **sizes_of))
         else:
-            sites.append(Site(**common, status="shared" if c.name in seen else "kept", clone=c.name, **measured))
+            sites.append(Site(**common, status="shared" if c.name in seen else "kept", clone=c.name, **sizes_of))
             seen.add(c.name)
     return Specialized(mode, max_growth, out, tuple(sites))

@@ -24,16 +24,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 
 from . import codegen, ir, libjit, passes
 from .errors import UserError
 from .inputs import Model
-from .specialize import Specialized, merge, quote, specialize
+from .specialize import CodeSizes, Specialized, merge, quote, specialize
 
 VARIANTS = ("separate", "lto", "dims", "all-args")
 BASELINE = "separate"
-DEFAULT_MAX_GROWTH = 4.0
+DEFAULT_MAX_GROWTH = 2.0
 DEFAULT_ROUNDS = 3
 
 
@@ -148,17 +149,30 @@ def _emit(mod, path: Path, sections: bool = False) -> Path:
 # --------------------------------------------------------------------------- sizes
 
 
-def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = True) -> dict[str, int]:
-    """{function: code bytes} of `text` after the specializing variants' optimization pipeline."""
+def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = True) -> CodeSizes:
+    """Code bytes and direct calls of every function of `text` after the specializing variants'
+    optimization pipeline (the sizes the budget compares)."""
     mod = ir.parse(text, "scratch.ll")
     passes.constprop(mod, threshold, pre_unroll)
     passes.optimize(mod, threshold)
+    calls = {}
+    for f in mod.functions:
+        if f.is_declaration:
+            continue
+        callees = set()
+        for b in f.blocks:
+            for i in b.instructions:
+                if i.opcode in ("call", "invoke"):
+                    target = list(i.operands)[-1]
+                    if target.value_kind == llvm.ValueKind.function:
+                        callees.add(target.name)
+        calls[f.name] = sorted(callees)
     elf = ELFFile(io.BytesIO(codegen.emit_object(mod)))
     sizes = {}
     for s in elf.get_section_by_name(".symtab").iter_symbols():
         if s["st_info"]["type"] == "STT_FUNC":
             sizes[s.name] = sizes.get(s.name, 0) + s["st_size"]
-    return sizes
+    return CodeSizes(sizes, calls)
 
 
 def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | None = None,

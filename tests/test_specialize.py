@@ -17,7 +17,7 @@ import pytest
 
 from specializer import codegen, passes, variants
 from specializer.errors import UserError
-from specializer.specialize import specialize
+from specializer.specialize import CodeSizes, specialize
 
 IR = Path(__file__).parent / "ir"
 CASES = sorted(IR.glob("specialize_*.ll"))
@@ -127,6 +127,14 @@ def test_budget_needs_a_sizer_and_a_positive_factor():
         specialize(MODULE, "all-args", max_growth=0, sizer=lambda t: {})
     with pytest.raises(UserError, match="unknown specialization mode"):
         specialize(MODULE, "weights")
+
+
+def test_code_sizes_count_what_a_function_reaches():
+    sizes = CodeSizes({"wrapper": 8, "kernel": 900, "helper": 100, "clone": 300},
+                      {"wrapper": ["kernel"], "kernel": ["helper", "memcpy"], "clone": ["helper"]})
+    assert sizes.reach("wrapper") == {"wrapper", "kernel", "helper"}  # memcpy: not defined here
+    assert sizes.total(sizes.reach("wrapper")) == 1008
+    assert sizes.reach("clone") - sizes.reach("wrapper") == {"clone"}
 
 
 def test_json_log_lists_every_site():

@@ -8,10 +8,10 @@
 ; CHECK-NOT: @poly__spec0
 ; LOG: max growth 1.5x
 ; LOG: 1 call sites with constant arguments: 0 kept, 0 shared, 1 refused; 0 clones
-; LOG: #1 @run -> @poly: refused (size budget: clones of @poly would take [[CLONE:[0-9]+]] bytes > 1.5 x its [[CALLEE:[0-9]+]] bytes)
+; LOG: #1 @run -> @poly: refused (size budget: clones of @poly would add [[CLONE:[0-9]+]] bytes > 1.5 x its [[CALLEE:[0-9]+]] bytes)
 ; LOG-NEXT: arg 1 = i32 64
 ; LOG-NEXT: kept as parameters: arg 0
-; LOG-NEXT: size: clone [[CLONE]] bytes, callee [[CALLEE]] bytes
+; LOG-NEXT: size: clone adds [[CLONE]] bytes; callee [[CALLEE]] bytes (with the functions it calls)
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"
 

@@ -12,7 +12,7 @@
 ; LOG: 3 call sites with constant arguments: 2 kept, 0 shared, 1 refused; 2 clones
 ; LOG: #1 @run -> @smooth: kept @smooth__spec0
 ; LOG: #2 @run -> @smooth: kept @smooth__spec1
-; LOG: #3 @run -> @smooth: refused (size budget: clones of @smooth would take {{[0-9]+}} bytes > 1.5 x its {{[0-9]+}} bytes)
+; LOG: #3 @run -> @smooth: refused (size budget: clones of @smooth would add {{[0-9]+}} bytes > 1.5 x its {{[0-9]+}} bytes)
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"
 
