@@ -72,6 +72,7 @@ _UNSUPPORTED_PARAM_ATTRS = re.compile(r"\b(byval|byref|sret|inalloca|preallocate
 MIN_BUDGET_BYTES = 64
 BUDGET = "size budget"  # how a budget refusal's reason starts
 
+
 @dataclass(frozen=True)
 class CodeSizes:
     """What a sizer measures on the optimized scratch module."""

@@ -11,7 +11,8 @@
 
 Artifacts (text, byte-identical when the same input is built twice):
 `linked.ll` (linked, internalized, dead code dropped: what the specializer sees),
-`specialized.ll` (after specialization, before optimization), `optimized.ll`, and
+`specialized.ll` (after the last specialization round, before the final constprop and O2;
+rounds after the first see the constprop of the ones before), `optimized.ll`, and
 `specialization.log` / `specialization.json`. `separate` writes `optimized.ll` of the model
 module alone. The unroll threshold applies to the specializing variants only: `separate` and
 `lto` are what LLVM's defaults give.
@@ -33,7 +34,6 @@ from .inputs import Model
 from .specialize import CodeSizes, Specialized, merge, quote, specialize
 
 VARIANTS = ("separate", "lto", "dims", "all-args")
-BASELINE = "separate"
 DEFAULT_MAX_GROWTH = 2.0
 DEFAULT_ROUNDS = 3
 
@@ -59,11 +59,11 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _library(ctx=None) -> "codegen.llvm.ModuleRef":
+def _library(ctx=None) -> llvm.ModuleRef:
     return ir.parse_bitcode(libjit.build().bitcode, ctx)
 
 
-def linked(model: Model) -> "codegen.llvm.ModuleRef":
+def linked(model: Model) -> llvm.ModuleRef:
     """model + libjit in one module (one fresh LLVM context), internalized, dead code dropped."""
     ctx = ir.context()
     mod = codegen.link([ir.parse(model.text, str(model.path), ctx), _library(ctx)])
