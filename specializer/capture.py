@@ -51,11 +51,11 @@ def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str])
     env["XLA_FLAGS"] = " ".join([f"--xla_dump_to={workdir / 'dump'}", *BASE_FLAGS, *xla_flags])
     env.setdefault("JAX_PLATFORMS", "cpu")
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    cpu = min(os.sched_getaffinity(0))
-    # one visible CPU: XLA then emits every kernel as a single workgroup
+    # one visible CPU, so XLA emits every kernel as a single workgroup; the worker pins itself
+    # before JAX starts (a preexec_fn is unsafe once JAX's threads run in this process)
+    env["SPECIALIZER_CAPTURE_CPU"] = str(min(os.sched_getaffinity(0)))
     proc = subprocess.run([sys.executable, "-m", "specializer.capture_worker", str(source), function,
-                           str(workdir)], env=env, capture_output=True, text=True,
-                          preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+                           str(workdir)], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         errs = [ln for ln in lines if ln.startswith("error:")]

@@ -14,10 +14,14 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import os
 import sys
 from pathlib import Path
 
-import numpy as np
+if "SPECIALIZER_CAPTURE_CPU" in os.environ:  # before JAX: XLA sizes its work to the CPUs it sees
+    os.sched_setaffinity(0, {int(os.environ["SPECIALIZER_CAPTURE_CPU"])})
+
+import numpy as np  # noqa: E402
 
 
 def load_function(path: Path, name: str):
