@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
                    default=variants.DEFAULT_MAX_GROWTH)
     p.add_argument("--unroll-threshold", type=int)
     p.add_argument("--rounds", type=int, default=variants.DEFAULT_ROUNDS)
-    p.add_argument("--no-pre-unroll", dest="pre_unroll", action="store_false")
+    p.add_argument("--pre-unroll", action="store_true")
     a = p.parse_args(argv)
     names = a.names or list(EXAMPLES)
     unknown = [n for n in names if n not in EXAMPLES]

@@ -133,8 +133,9 @@ def _specialize(argv: list[str]) -> int:
                    help="LLVM loop-unroll threshold for the specializing variants (default: LLVM's, 150 at O2)")
     p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, metavar="N",
                    help=f"specialization rounds, constant propagation between them (default {DEFAULT_ROUNDS})")
-    p.add_argument("--no-pre-unroll", dest="pre_unroll", action="store_false",
-                   help="no loop unrolling in the constant-propagation step before O2 (O2 still unrolls)")
+    p.add_argument("--pre-unroll", action="store_true",
+                   help="unroll loops in the constant-propagation step too, before O2 (which always "
+                        "unrolls): more unrolling, larger code")
     p.add_argument("-S", dest="emit", action="store_const", const="ll",
                    help="write the optimized specialized module as text IR instead of comparing (= --emit=ll)")
     p.add_argument("--emit", choices=["ll", "specialized-ll", "asm", "obj"],

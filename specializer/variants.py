@@ -3,11 +3,14 @@
 | variant    | what it is |
 |------------|------------|
 | `separate` | model.ll optimized alone at O2 -> model.o; the libjit bitcode optimized alone at O2 ->
-|            | libjit.o (one section per function and global, so the linker's --gc-sections keeps
-|            | what the model uses, as with a library built with -ffunction-sections) |
+|            | libjit.o; linked by the linker |
 | `lto`      | model + libjit linked into one module, internalized, O2, no explicit specialization |
-| `dims`     | `lto` + call sites specialized on constant scalar arguments, constprop, unrolling, O2 |
-| `all-args` | `lto` + call sites specialized on every constant argument, constprop, unrolling, O2 |
+| `dims`     | `lto` + call sites specialized on constant scalar arguments, constprop, O2 (unrolls) |
+| `all-args` | `lto` + call sites specialized on every constant argument, constprop, O2 (unrolls) |
+
+Every object is emitted with a section per function and global, so the linker's --gc-sections
+keeps what the entry reaches, as with a library built with -ffunction-sections (for `separate`
+that is what keeps the unused kernels of libjit.o out; for the others, unused libcall targets).
 
 Artifacts (text, byte-identical when the same input is built twice):
 `linked.ll` (linked, internalized, dead code dropped: what the specializer sees),
@@ -43,7 +46,7 @@ class Options:
     max_growth: float | None = DEFAULT_MAX_GROWTH  # None: no size budget
     unroll_threshold: int | None = None  # None: LLVM's default (150 at O2)
     rounds: int = DEFAULT_ROUNDS  # specialization rounds, constprop between them; stops early at no new clone
-    pre_unroll: bool = True  # unroll loops in the constprop step too, not only in O2
+    pre_unroll: bool = False  # unroll loops in the constprop step too, not only in O2 (passes.constprop)
 
 
 @dataclass(frozen=True)
@@ -139,9 +142,9 @@ def _args_end(line: str, open_paren: int) -> int:
     raise ValueError(line)
 
 
-def _emit(mod, path: Path, sections: bool = False) -> Path:
-    if sections:
-        mod = ir.parse(with_sections(str(mod)), path.name)
+def _emit(mod, path: Path) -> Path:
+    """The object, a section per function and global (every variant the same way)."""
+    mod = ir.parse(with_sections(str(mod)), path.name)
     path.write_bytes(codegen.emit_object(mod))
     return path
 
@@ -149,7 +152,7 @@ def _emit(mod, path: Path, sections: bool = False) -> Path:
 # --------------------------------------------------------------------------- sizes
 
 
-def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = True) -> CodeSizes:
+def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = False) -> CodeSizes:
     """Code bytes and direct calls of every function of `text` after the specializing variants'
     optimization pipeline (the sizes the budget compares)."""
     mod = ir.parse(text, "scratch.ll")
@@ -219,7 +222,7 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
         _write(out_dir / "optimized.ll", str(mod))
         lib = _library()
         passes.optimize(lib)
-        objs = (_emit(mod, out_dir / "model.o", sections=True), _emit(lib, out_dir / "libjit.o", sections=True))
+        objs = (_emit(mod, out_dir / "model.o"), _emit(lib, out_dir / "libjit.o"))
         return Build(variant, out_dir, objs)
 
     mod = linked(model)

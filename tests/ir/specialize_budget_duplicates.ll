@@ -1,8 +1,8 @@
 ; The budget counts all clones of a callee together: three calls of one kernel on three
-; different buffers make three clones of similar size (each smaller than the generic kernel:
-; its loop bound is known); at --max-growth 1.5 the first two fit, the third is refused, and
-; its call keeps calling the original.
-; SPECIALIZE: --all-args --max-growth=1.5
+; different buffers make three clones, each about as large as the generic kernel; at
+; --max-growth 2.5 the first two fit, the third is refused, and its call keeps calling the
+; original.
+; SPECIALIZE: --all-args --max-growth=2.5
 ; CHECK-LABEL: define void @run()
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @smooth__spec0()
@@ -12,7 +12,7 @@
 ; LOG: 3 call sites with constant arguments: 2 kept, 0 shared, 1 refused; 2 clones
 ; LOG: #1 @run -> @smooth: kept @smooth__spec0
 ; LOG: #2 @run -> @smooth: kept @smooth__spec1
-; LOG: #3 @run -> @smooth: refused (size budget: clones of @smooth would add {{[0-9]+}} bytes > 1.5 x its {{[0-9]+}} bytes)
+; LOG: #3 @run -> @smooth: refused (size budget: clones of @smooth would add {{[0-9]+}} bytes > 2.5 x its {{[0-9]+}} bytes)
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"
 

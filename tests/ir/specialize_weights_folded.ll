@@ -1,6 +1,6 @@
 ; --all-args on a call that passes a constant weight array: after constant propagation and
 ; unrolling, the clone multiplies by the weights' values -- no load from @w is left.
-; SPECIALIZE: --all-args --constprop
+; SPECIALIZE: --all-args --constprop-unroll
 ; CHECK-LABEL: define void @run(ptr %x, ptr %out)
 ; CHECK: call {{.*}}@dot4__spec0(
 ; CHECK-LABEL: define internal {{.*}}@dot4__spec0(
