@@ -9,7 +9,7 @@
  */
 #include "libjit_s8.h"
 
-#include "arm_nnsupportfunctions.h"
+#include "libjit_cmsis_nn.h"
 
 void libjit_matmul_s8_s32(int32_t *out, const int8_t *lhs, const int8_t *rhs, int32_t batch, int32_t m,
                           int32_t k, int32_t n, int32_t lhs_transposed, int32_t rhs_transposed)

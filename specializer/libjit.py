@@ -66,7 +66,9 @@ def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None) -> Libr
     clang = find_tool("clang-19")
     link = find_tool("llvm-link-19")
     includes = [src_dir, *nn.include_dirs, dsp / "Include", dsp / "PrivateInclude"]
-    flags = CFLAGS + [f"-I{d}" for d in includes] + _newlib_include()
+    # libkernels/libjit_cmsis_nn.h picks the checkout's headers or the shim's
+    defines = ["-DLIBJIT_CMSIS_NN_CHECKOUT"] if nn.kind == "checkout" else []
+    flags = CFLAGS + defines + [f"-I{d}" for d in includes] + _newlib_include()
     key = hashlib.sha256()
     for s in sources:
         key.update(str(s).encode() + b"\0" + s.read_bytes())

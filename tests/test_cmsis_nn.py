@@ -651,7 +651,7 @@ def test_kernels_on_cortex_m4(tmp_path):
     defs, stmts = zip(*(emit_case(i, c) for i, c in enumerate(cases)))
     main = tmp_path / "kernels.c"
     main.write_text(
-        '#include <stdint.h>\n#include "arm_nnfunctions.h"\n#include "arm_nnsupportfunctions.h"\n'
+        '#include <stdint.h>\n#include "libjit_cmsis_nn.h"\n'
         '#include "libjit_s8.h"\n#include "io.h"\n\n'
         "static int16_t scratch[2048] __attribute__((aligned(4)));\n" + "".join(defs) +
         "\nint main(void)\n{\n  " + "\n  ".join(stmts) + '\n  io_str("end\\n");\n  io_flush();\n  return 0;\n}\n'
@@ -684,6 +684,8 @@ def fake_checkout(root: Path) -> Path:
     (root / "Include" / "Internal").mkdir(parents=True)
     for h in (SHIM / "include").glob("*.h"):
         shutil.copy(h, root / "Include" / h.name)
+    for api in ("arm_nnfunctions.h", "arm_nnsupportfunctions.h"):  # under CMSIS-NN's header names too
+        shutil.copy(SHIM / "include" / api.replace("arm_", "shim_"), root / "Include" / api)
     (root / "Include" / "Internal" / "arm_nn_compiler.h").write_text("/* layout only */\n")
     for src in sorted((SHIM / "src").glob("*.c")):
         group = root / "Source" / GROUPS.get(src.name, "NNSupportFunctions")

@@ -1,7 +1,7 @@
 /*
  * arm_convolve_s8 (cmsis_nn_shim): TFLite int8 2-D convolution, NHWC input, OHWI filter,
  * per-channel requantization, optional bias, dilation and grouped convolution
- * (see arm_nnfunctions.h).
+ * (see shim_nnfunctions.h).
  *
  * im2col + GEMM: the taps of one output pixel (for one group) are gathered into an int16
  * column with the input offset added (taps outside the input are 0, i.e. the zero point);
@@ -12,8 +12,8 @@
  * (w1, w3); the column stores each group of 4 taps in the matching order x0 x2 x1 x3, so
  * two SMLADs take 4 MACs. The last (depth mod 4) taps stay in order and use plain C.
  */
-#include "arm_nnfunctions.h"
-#include "arm_nnsupportfunctions.h"
+#include "shim_nnfunctions.h"
+#include "shim_nnsupportfunctions.h"
 
 static inline int32_t round_up_4(int32_t v) { return (v + 3) & ~3; }
 

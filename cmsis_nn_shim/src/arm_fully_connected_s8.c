@@ -1,9 +1,9 @@
 /*
  * arm_fully_connected_s8 (cmsis_nn_shim): TFLite int8 fully connected layer, one
- * arm_nn_vec_mat_mult_t_s8 per batch (see arm_nnfunctions.h).
+ * arm_nn_vec_mat_mult_t_s8 per batch (see shim_nnfunctions.h).
  */
-#include "arm_nnfunctions.h"
-#include "arm_nnsupportfunctions.h"
+#include "shim_nnfunctions.h"
+#include "shim_nnsupportfunctions.h"
 
 arm_cmsis_nn_status arm_fully_connected_s8(const cmsis_nn_context *ctx,
                                            const cmsis_nn_fc_params *fc_params,

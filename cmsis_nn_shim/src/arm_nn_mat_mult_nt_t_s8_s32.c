@@ -1,13 +1,13 @@
 /*
  * arm_nn_mat_mult_nt_t_s8_s32 (cmsis_nn_shim): s8 x s8 -> s32, LHS [m][k] times RHS stored
- * transposed [n][k], accumulated into dst (see arm_nnsupportfunctions.h).
+ * transposed [n][k], accumulated into dst (see shim_nnsupportfunctions.h).
  *
  * Blocks of 2 LHS rows x 2 RHS rows keep four sums in registers over the whole depth. With the
  * DSP extension every 4 bytes of depth are widened to two pairs of halfwords with SXTB16 /
  * SXTAB16 (bytes 0,2 and 1,3 -- the same split on both sides, so the pairs line up) and
  * multiplied-and-added by SMLAD: 16 MACs for 4 loads, 6 extends and 8 SMLADs.
  */
-#include "arm_nnsupportfunctions.h"
+#include "shim_nnsupportfunctions.h"
 
 /* sum_p (l[p] + off) * r[p] for p in [from, k), wrapping */
 static inline uint32_t tail_dot(const int8_t *l, const int8_t *r, int32_t from, int32_t k, int32_t off)

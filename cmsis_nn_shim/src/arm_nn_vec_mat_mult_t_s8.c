@@ -1,12 +1,12 @@
 /*
  * arm_nn_vec_mat_mult_t_s8 (cmsis_nn_shim): int8 vector x transposed int8 matrix, requantized
- * to int8 (the fully connected kernel; see arm_nnsupportfunctions.h).
+ * to int8 (the fully connected kernel; see shim_nnsupportfunctions.h).
  *
  * Two matrix rows at a time share each load of the vector. With the DSP extension 4 values of
  * depth are widened to halfword pairs with the offsets folded in (SXTAB16) and accumulated by
  * SMLAD; the remaining depth, and targets without DSP, use plain C.
  */
-#include "arm_nnsupportfunctions.h"
+#include "shim_nnsupportfunctions.h"
 
 static inline int8_t finish(uint32_t acc, const int32_t *bias, int32_t r, int32_t mult, int32_t shift,
                             int32_t dst_offset, int32_t act_min, int32_t act_max)

@@ -1,16 +1,16 @@
 /*
- * arm_nnfunctions.h (cmsis_nn_shim) -- the part of CMSIS-NN's public API the shim implements.
+ * shim_nnfunctions.h (cmsis_nn_shim) -- the part of CMSIS-NN's public API the shim implements.
  *
  * Signatures and semantics are those of CMSIS-NN v6.0.0 (arm_nnfunctions.h V.16.0.0,
  * 23 April 2024): TensorFlow Lite int8 quantization, NHWC activations, requantization with
- * arm_nn_requantize() (arm_nnsupportfunctions.h). A real CMSIS-NN checkout can replace the
+ * arm_nn_requantize() (shim_nnsupportfunctions.h). A real CMSIS-NN checkout can replace the
  * shim (see specializer/cmsis.py); code calling these functions builds against either.
  */
-#ifndef ARM_NNFUNCTIONS_H
-#define ARM_NNFUNCTIONS_H
+#ifndef SHIM_NNFUNCTIONS_H
+#define SHIM_NNFUNCTIONS_H
 
-#include "arm_nn_math_types.h"
-#include "arm_nn_types.h"
+#include "shim_nn_math_types.h"
+#include "shim_nn_types.h"
 
 #define USE_INTRINSIC
 
@@ -94,4 +94,4 @@ int32_t arm_fully_connected_s8_get_buffer_size(const cmsis_nn_dims *filter_dims)
 }
 #endif
 
-#endif /* ARM_NNFUNCTIONS_H */
+#endif /* SHIM_NNFUNCTIONS_H */

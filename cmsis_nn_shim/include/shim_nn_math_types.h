@@ -1,12 +1,12 @@
 /*
- * arm_nn_math_types.h (cmsis_nn_shim) -- feature macros and limits of CMSIS-NN (v6.0.0 API).
+ * shim_nn_math_types.h (cmsis_nn_shim) -- feature macros and limits of CMSIS-NN (v6.0.0 API).
  *
  * ARM_MATH_DSP is defined when the target has the DSP extension (Cortex-M4: yes); the shim's
  * kernels then use the SIMD intrinsics of cmsis_compiler.h, otherwise plain C. There are no
  * Helium (MVE) paths in the shim.
  */
-#ifndef ARM_NN_MATH_TYPES_H
-#define ARM_NN_MATH_TYPES_H
+#ifndef SHIM_NN_MATH_TYPES_H
+#define SHIM_NN_MATH_TYPES_H
 
 #include <limits.h>
 #include <stdint.h>
@@ -27,4 +27,4 @@
 #define NN_Q15_MIN ((int16_t)(0x8000))
 #define NN_Q7_MIN ((int8_t)(0x80))
 
-#endif /* ARM_NN_MATH_TYPES_H */
+#endif /* SHIM_NN_MATH_TYPES_H */

@@ -1,12 +1,12 @@
 /*
- * arm_nn_types.h (cmsis_nn_shim) -- the public CMSIS-NN types.
+ * shim_nn_types.h (cmsis_nn_shim) -- the public CMSIS-NN types.
  *
  * Same names, members, member order and enum values as CMSIS-NN v6.0.0 (its arm_nn_types.h
  * V.3.2.0 of 11 April 2024), so code written against CMSIS-NN builds against the shim and
  * the other way round. Written for this project; see cmsis_nn_shim/README.md.
  */
-#ifndef ARM_NN_TYPES_H
-#define ARM_NN_TYPES_H
+#ifndef SHIM_NN_TYPES_H
+#define SHIM_NN_TYPES_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -216,4 +216,4 @@ typedef struct
     void *cell_state;
 } cmsis_nn_lstm_context;
 
-#endif /* ARM_NN_TYPES_H */
+#endif /* SHIM_NN_TYPES_H */

@@ -1,13 +1,13 @@
 /*
- * arm_nnsupportfunctions.h (cmsis_nn_shim) -- the CMSIS-NN support API the shim implements:
+ * shim_nnsupportfunctions.h (cmsis_nn_shim) -- the CMSIS-NN support API the shim implements:
  * the requantization helpers (exactly CMSIS-NN's arithmetic, including its rounding), the
  * packed load helpers, and the s8 matrix kernels. Signatures as in CMSIS-NN v6.0.0.
  */
-#ifndef ARM_NNSUPPORTFUNCTIONS_H
-#define ARM_NNSUPPORTFUNCTIONS_H
+#ifndef SHIM_NNSUPPORTFUNCTIONS_H
+#define SHIM_NNSUPPORTFUNCTIONS_H
 
-#include "arm_nn_math_types.h"
-#include "arm_nn_types.h"
+#include "shim_nn_math_types.h"
+#include "shim_nn_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -152,4 +152,4 @@ arm_cmsis_nn_status arm_nn_vec_mat_mult_t_s8(const int8_t *lhs,
 }
 #endif
 
-#endif /* ARM_NNSUPPORTFUNCTIONS_H */
+#endif /* SHIM_NNSUPPORTFUNCTIONS_H */
