@@ -28,11 +28,12 @@ def target_machine(opt: int = 2) -> llvm.TargetMachine:
                                         codemodel="default")
 
 
-def parse(text: str, where: str) -> llvm.ModuleRef:
-    """Parse IR text; a syntax error becomes one line: `where:LINE:COL: message`."""
+def parse(text: str, where: str, ctx: llvm.ContextRef | None = None) -> llvm.ModuleRef:
+    """Parse IR text (into `ctx`, else LLVM's global context); a syntax error becomes one line:
+    `where:LINE:COL: message`."""
     _init()
     try:
-        mod = llvm.parse_assembly(text)
+        mod = llvm.parse_assembly(text, context=ctx)
         mod.verify()
     except RuntimeError as e:
         msg = str(e)
@@ -45,10 +46,10 @@ def parse(text: str, where: str) -> llvm.ModuleRef:
     return mod
 
 
-def parse_bitcode(path: Path) -> llvm.ModuleRef:
+def parse_bitcode(path: Path, ctx: llvm.ContextRef | None = None) -> llvm.ModuleRef:
     _init()
     try:
-        return llvm.parse_bitcode(path.read_bytes())
+        return llvm.parse_bitcode(Path(path).read_bytes(), context=ctx)
     except RuntimeError as e:
         raise UserError(f"{path}: unreadable bitcode: {e}") from None
 

@@ -176,14 +176,17 @@ def link_sizes(model_obj: Path | Sequence[Path], entries: Sequence[str], workdir
         return _model_sizes(ELFFile(f), elf)[0]
 
 
-def _model_sizes(e: ELFFile, elf: Path) -> tuple[dict, dict]:
-    symtab = e.get_section_by_name(".symtab")
+def _symbol(e: ELFFile, elf: Path, name: str) -> int:
+    """A symbol's address (the Thumb bit cleared)."""
+    found = e.get_section_by_name(".symtab").get_symbol_by_name(name)
+    if not found:
+        raise UserError(f"{elf}: symbol '{name}' missing from the firmware")
+    return found[0]["st_value"] & ~1
 
+
+def _model_sizes(e: ELFFile, elf: Path) -> tuple[dict, dict]:
     def sym(name: str) -> int:
-        found = symtab.get_symbol_by_name(name)
-        if not found:
-            raise UserError(f"{elf}: symbol '{name}' missing from the firmware")
-        return found[0]["st_value"] & ~1
+        return _symbol(e, elf, name)
 
     model, lib = dict.fromkeys(SECTION_KINDS, 0), dict.fromkeys(SECTION_KINDS, 0)
     for s in e.iter_sections():
@@ -200,13 +203,5 @@ def _model_sizes(e: ELFFile, elf: Path) -> tuple[dict, dict]:
 def _inspect(elf: Path, entry: str) -> Firmware:
     with open(elf, "rb") as f:
         e = ELFFile(f)
-        symtab = e.get_section_by_name(".symtab")
-
-        def sym(name: str) -> int:
-            found = symtab.get_symbol_by_name(name)
-            if not found:
-                raise UserError(f"{elf}: symbol '{name}' missing from the firmware")
-            return found[0]["st_value"] & ~1
-
         model, lib = _model_sizes(e, elf)
-        return Firmware(elf, sym(entry), sym("harness_measure_return"), model, lib)
+        return Firmware(elf, _symbol(e, elf, entry), _symbol(e, elf, "harness_measure_return"), model, lib)

@@ -9,13 +9,11 @@ parses into a fresh context (modules to be linked share one).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import llvmlite.binding as llvm
 
 from . import codegen
-from .errors import UserError
 
 
 def context() -> llvm.ContextRef:
@@ -24,25 +22,9 @@ def context() -> llvm.ContextRef:
 
 
 def parse(text: str, where: str, ctx: llvm.ContextRef | None = None) -> llvm.ModuleRef:
-    """Parse and verify; a syntax error becomes one line: `where:LINE:COL: error: message`."""
-    ctx = ctx or context()
-    try:
-        mod = llvm.parse_assembly(text, context=ctx)
-        mod.verify()
-    except RuntimeError as e:
-        msg = str(e)
-        m = re.search(r"<string>:(\d+):(\d+): error: (.*)", msg)
-        if m:
-            raise UserError(f"{where}:{m.group(1)}:{m.group(2)}: error: {m.group(3)}") from None
-        detail = " ".join(line.strip() for line in msg.splitlines()[1:3] if line.strip())
-        raise UserError(f"{where}: invalid IR: {detail or msg}") from None
-    mod.name = Path(where).name
-    return mod
+    """codegen.parse into `ctx` or a fresh context."""
+    return codegen.parse(text, where, ctx or context())
 
 
 def parse_bitcode(path: Path, ctx: llvm.ContextRef | None = None) -> llvm.ModuleRef:
-    ctx = ctx or context()
-    try:
-        return llvm.parse_bitcode(Path(path).read_bytes(), context=ctx)
-    except RuntimeError as e:
-        raise UserError(f"{path}: unreadable bitcode: {e}") from None
+    return codegen.parse_bitcode(path, ctx or context())
