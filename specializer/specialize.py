@@ -42,7 +42,7 @@ from typing import Callable
 
 import llvmlite.binding as llvm
 
-from . import ir
+from . import constdata, ir
 from .errors import UserError
 
 MODES = ("dims", "all-args")
@@ -112,8 +112,11 @@ def _unquote(ref: str) -> str:
 @dataclass(frozen=True)
 class ConstArg:
     index: int  # argument position, 0-based
-    value: str  # typed constant as LLVM prints it: "i32 16", "ptr @mlp_w_w1", "ptr getelementptr (...)"
+    value: str  # typed constant as LLVM prints it: "i32 16", "ptr @mlp_w_w1", "ptr getelementptr (...)";
+    # for a pointer to constant data on the caller's stack: "ptr <{ i16 125, ... }>" (what it points to)
     summary: str  # what the log shows: "i32 16", "@mlp_w_w1 (f32[16x32], 2048 bytes, constant)"
+    init: str = ""  # pointer to constant stack data: the initializer of the private constant global the clone reads
+    align: int = 4
 
 
 @dataclass(frozen=True)
@@ -284,12 +287,36 @@ class _Module:
         self.td = llvm.create_target_data(self.mod.data_layout)
         self.groups = {int(m.group(1)): m.group(2) for m in _ATTR_GROUP.finditer(self.text)}
         self.functions = {f.name: f for f in self.mod.functions}
+        self.type_defs = "\n".join(ln for ln in self.lines if re.match(r"^%\S+ = type ", ln))
+        self._sizes: dict[str, int] = {}
         self.globals = {g.name: g for g in self.mod.global_variables}  # all linkages
         self.global_lines = {}
         for i, line in enumerate(self.lines):
             if line.startswith("@"):
                 m = _GLOBAL_REF.match(line)
                 self.global_lines[_unquote(m.group(1))] = i
+
+    def sizeof(self, ty: str) -> int:
+        """ABI size of a type written as in this module (named struct types included)."""
+        if ty not in self._sizes:
+            probe = ir.parse(f"{self.type_defs}\n@probe = external global {ty}\n", "type probe")
+            self._sizes[ty] = self.td.get_abi_size(probe.get_global_variable("probe").global_value_type)
+        return self._sizes[ty]
+
+    def param_is_read_only(self, fn: str, index: int) -> bool:
+        """The callee never writes through its parameter `index` (readonly/readnone, or memory
+        effects that only read argument memory)."""
+        line = self.define_line(fn)
+        params, _ = _split_args(line, line.index(quote(fn) + "(") + len(quote(fn)))
+        if index < len(params) and re.search(r"\b(readonly|readnone)\b", params[index]):
+            return True
+        mem = re.search(r"\bmemory\(([^)]*)\)", self.fn_attributes(fn))
+        if not mem:
+            return False
+        parts = [p.strip() for p in mem.group(1).split(",")]
+        argmem = next((p.split(":")[1].strip() for p in parts if p.startswith("argmem:")), None)
+        default = next((p for p in parts if ":" not in p), "readwrite")
+        return (argmem or default) in ("read", "none")
 
     def define_line(self, fn: str) -> str:
         return self.lines[self.spans[fn][0]]
@@ -337,9 +364,39 @@ _DTYPE_SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "int8": "i
                 "int16": "i16", "uint16": "u16", "int32": "i32", "uint32": "u32", "bool": "pred"}
 
 
+_ALLOCA = re.compile(r"^\s*%\S+ = alloca ")
+_NOT_DIMS_DATA = re.compile(r"\b(ptr|float|double|half|bfloat|i8)\b")
+_GEP_CONST = re.compile(r"getelementptr (?:(?:inbounds|nuw|nusw) )*\(i8, ptr (@\S+), i32 (-?\d+)\)")
+
+
 class _Planner:
     def __init__(self, m: _Module, mode: str, shapes: dict):
         self.m, self.mode, self.shapes = m, mode, shapes
+        self.uses: dict[str, constdata.FunctionUses] = {}
+
+    def is_dims_data(self, op: llvm.ValueRef) -> bool:
+        """A pointer to constant non-tensor data, what Glow's default specializes: a constant
+        global that is no model tensor and holds no addresses, floats or bytes (dimension
+        arrays, parameter structs)."""
+        return (op.value_kind == llvm.ValueKind.global_variable and op.name not in self.shapes
+                and self.m.is_constant_global(op.name)
+                and not _NOT_DIMS_DATA.search(str(self.m.globals[op.name].global_value_type)))
+
+    def stack_object(self, caller: llvm.ValueRef, alloca: llvm.ValueRef, inst: llvm.ValueRef, index: int,
+                     callee: str) -> ConstArg | None:
+        """The argument as a pointer to constant data, when it points to a stack object whose
+        contents are constant at the call and the callee only reads it (constdata.py)."""
+        if not self.m.param_is_read_only(callee, index):
+            return None
+        if caller.name not in self.uses:
+            self.uses[caller.name] = constdata.FunctionUses(caller)
+        obj = constdata.stack_object(self.uses[caller.name], alloca, inst, self.m.sizeof, self.m.td, quote)
+        if isinstance(obj, str) or (obj.pointers and self.mode != "all-args"):
+            return None
+        name = str(alloca).split("=")[0].strip()
+        shown = _GEP_CONST.sub(lambda g: f"{g.group(1)}+{g.group(2)}", obj.value)
+        return ConstArg(index, f"ptr {obj.value}", f"stack object {name} ({obj.size} bytes, constant) = {shown}",
+                        init=obj.init, align=obj.align)
 
     def global_summary(self, name: str) -> str:
         ref = quote(name)
@@ -379,7 +436,9 @@ class _Planner:
         kind = op.value_kind
         if kind in _SCALAR_KINDS and _SCALAR_TYPE.match(ty):
             return True
-        return self.mode == "all-args" and (kind in _ADDRESS_KINDS or kind in _SCALAR_KINDS)
+        if self.mode == "dims":
+            return self.is_dims_data(op)
+        return kind in _ADDRESS_KINDS or kind in _SCALAR_KINDS
 
     def calls(self) -> list[_Call]:
         m = self.m
@@ -394,12 +453,13 @@ class _Planner:
             for inst, ln in zip(insts, line_numbers):
                 if inst.opcode != "call":
                     continue
-                call = self.call(fn.name, inst, ln)
+                call = self.call(fn, inst, ln)
                 if call is not None:
                     found.append(call)
         return found
 
-    def call(self, caller: str, inst: llvm.ValueRef, ln: int) -> _Call | None:
+    def call(self, fn: llvm.ValueRef, inst: llvm.ValueRef, ln: int) -> _Call | None:
+        caller = fn.name
         ops = list(inst.operands)
         if ops[-1].value_kind != llvm.ValueKind.function:
             return None  # indirect call
@@ -417,6 +477,10 @@ class _Planner:
                 else:
                     value = str(o)
                 const.append(ConstArg(i, value, self.summary(o, value)))
+            elif o.value_kind == llvm.ValueKind.instruction and ty == "ptr" and _ALLOCA.match(str(o)):
+                obj = self.stack_object(fn, o, inst, i, callee.name)
+                if obj is not None:
+                    const.append(obj)
         if not const:
             return None
         token = quote(callee.name) + "("
@@ -473,9 +537,19 @@ def _rewrite_call(line: str, call: _Call, clone: str) -> str:
     return line[:call.callee_start] + f"{quote(clone)}({', '.join(kept)})" + tail
 
 
+def _data_name(clone: str, index: int) -> str:
+    """The private constant global holding what a clone's argument `index` pointed to."""
+    return f"{clone}.arg{index}"
+
+
+def _data_globals(c: _Clone) -> str:
+    return "".join(f"{quote(_data_name(c.name, a.index))} = private unnamed_addr constant {a.init}, align {a.align}\n"
+                   for a in c.first.const if a.init)
+
+
 def _clone_text(m: _Module, c: _Clone) -> str:
     call = c.first
-    const = {a.index: a.value for a in call.const}
+    const = {a.index: f"ptr {quote(_data_name(c.name, a.index))}" if a.init else a.value for a in call.const}
     params, args = [], []
     for i, ty in enumerate(call.types):
         if i in const:
@@ -498,7 +572,8 @@ def _apply(m: _Module, clones: list[_Clone], where: str) -> str:
     for c in clones:
         for call in c.sites:
             lines[call.line] = _rewrite_call(lines[call.line], call, c.name)
-    text = "\n".join(lines) + "\n" + "\n".join(_clone_text(m, c) for c in clones)
+    text = ("\n".join(lines) + "\n" + "".join(_data_globals(c) for c in clones)
+            + "\n".join(_clone_text(m, c) for c in clones))
     return str(ir.parse(text, where))
 
 

@@ -46,7 +46,7 @@ from .specialize import CodeSizes, Specialized, merge, quote, specialize
 
 VARIANTS = ("separate", "lto", "dims", "all-args")
 DEFAULT_MAX_GROWTH = 2.0
-DEFAULT_ROUNDS = 3
+DEFAULT_ROUNDS = 8
 
 
 @dataclass(frozen=True)
