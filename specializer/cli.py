@@ -11,8 +11,8 @@ from pathlib import Path
 from .errors import UserError
 
 USAGE = """\
-specialize [--all-args] FILE.ll [-o DIR]   build the variants (separate, lto, dims[, all-args]), run each
-                                           on QEMU, print the comparison; artifacts in DIR
+specialize [--all-args] FILE.ll [-o DIR]   build the variants (separate, lto, llvm-funcspec, dims[, all-args]),
+                                           run each on QEMU, print the comparison; artifacts in DIR
 specialize [--all-args] FILE.ll -S -o OUT  write the optimized specialized module (no run)
 specialize run DIR/model.ll                build (link + O2) for Cortex-M4, run on QEMU, print one row
 specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.ll + DIR/model.json
@@ -74,10 +74,21 @@ def _run(argv: list[str]) -> int:
 
 
 SPECIALIZE_EPILOG = """\
-variants: separate = model and kernel library compiled apart at O2, linked by the linker;
-lto = one module, internalized, O2; dims = lto + call sites specialized on constant scalar
-arguments (Glow's default); all-args = every constant argument specialized (buffer addresses,
-weights, XLA call frames); both then constant propagation, unrolling and O2.
+variants:
+  separate       model and kernel library compiled apart at O2, linked by the linker
+  lto            one module (model + kernels), internalized, O2
+  llvm-funcspec  lto with LLVM's FunctionSpecialization forced on in IPSCCP (-force-specialization,
+                 literal constants and global addresses allowed, 16 clones per function): the peer
+  dims           Glow's default: lto + a clone per call site for its constant scalar arguments
+                 and its pointers to constant non-tensor data (a constant global that is no model
+                 tensor and holds no addresses, floats or bytes; a stack struct written only with
+                 such constants before the call); never buffer addresses, never weights
+  all-args       lto + a clone per call site for every constant argument: buffer addresses,
+                 weights, XLA call frames, and pointers to stack objects that hold only constants
+                 (CMSIS instance structs), which become private constant globals
+  dims and all-args run in rounds (constant propagation between them) until no new clone, then O2.
+  A stack object counts as constant at a call when the callee only reads it (readonly), every
+  store to it is a constant, in the call's block and before the call, and nothing else uses it.
 
 size budget (--max-growth X): the clones and their callees are optimized in a scratch copy of
 the module (clones kept out of line, callees unspecialized). A callee's size counts every
@@ -124,7 +135,7 @@ def _specialize(argv: list[str]) -> int:
                         "else '<name>.variants'); with -S/--emit: output file ('-' for stdout)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.add_argument("--variants", metavar="LIST",
-                   help=f"comma-separated variants to build (default: separate,lto,dims and, with "
+                   help=f"comma-separated variants to build (default: separate,lto,llvm-funcspec,dims and, with "
                         f"--all-args, all-args; have: {','.join(VARIANTS)})")
     p.add_argument("--max-growth", type=_growth, default=DEFAULT_MAX_GROWTH, metavar="X",
                    help=f"the clones of a callee may add at most X times its optimized code "
@@ -164,7 +175,7 @@ def _specialize(argv: list[str]) -> int:
         if bad or not which:
             raise UserError(f"unknown variant '{bad[0] if bad else a.variants}' (have: {', '.join(VARIANTS)})")
     else:
-        which = ("separate", "lto", "dims") + (("all-args",) if a.mode == "all-args" else ())
+        which = ("separate", "lto", "llvm-funcspec", "dims") + (("all-args",) if a.mode == "all-args" else ())
     path = Path(a.model)
     out = Path(a.output) if a.output else path.with_name("variants" if path.name == "model.ll"
                                                          else model.name + ".variants")

@@ -52,6 +52,16 @@ LIBCALLS = frozenset(
      for suffix in ("f", "")] + ["memcpy", "memmove", "memset", "bzero"])
 
 
+# LLVM's own FunctionSpecialization (run inside IPSCCP in the O2 pipeline) with its cost model
+# switched off, literal constants and addresses of non-constant globals allowed, and more clones
+# per function than its default 3: the `llvm-funcspec` peer variant. Its cl::opts are process-global
+# like the unroll threshold, so they are set for one pipeline and put back to LLVM 22's defaults.
+FUNCSPEC_FORCED = {"force-specialization": "true", "funcspec-for-literal-constant": "true",
+                   "funcspec-on-address": "true", "funcspec-max-clones": "16"}
+FUNCSPEC_DEFAULTS = {"force-specialization": "false", "funcspec-for-literal-constant": "true",
+                     "funcspec-on-address": "false", "funcspec-max-clones": "3"}
+
+
 def _libcall(name: str) -> bool:
     return name in LIBCALLS or name.startswith("__aeabi_")
 
@@ -69,6 +79,21 @@ def unroll_threshold(threshold: int | None):
         yield
     finally:
         llvm.set_option("", f"-unroll-threshold={DEFAULT_UNROLL_THRESHOLD}")
+
+
+@contextmanager
+def llvm_funcspec(forced: bool):
+    """Run the enclosed passes with LLVM's FunctionSpecialization forced on (FUNCSPEC_FORCED)."""
+    if not forced:
+        yield
+        return
+    for k, v in FUNCSPEC_FORCED.items():
+        llvm.set_option("", f"-{k}={v}")
+    try:
+        yield
+    finally:
+        for k, v in FUNCSPEC_DEFAULTS.items():
+            llvm.set_option("", f"-{k}={v}")
 
 
 def _run(mod: llvm.ModuleRef, add_passes, tm: llvm.TargetMachine | None = None) -> None:
@@ -133,7 +158,8 @@ def constprop(mod: llvm.ModuleRef, threshold: int | None = None, unroll: bool = 
 
 
 def optimize(mod: llvm.ModuleRef, threshold: int | None = None,
-             tm: llvm.TargetMachine | None = None) -> None:
-    """LLVM's standard O2 module pipeline (with the given unroll threshold)."""
-    with unroll_threshold(threshold):
+             tm: llvm.TargetMachine | None = None, funcspec: bool = False) -> None:
+    """LLVM's standard O2 module pipeline (with the given unroll threshold; with `funcspec`, its
+    FunctionSpecialization forced on)."""
+    with unroll_threshold(threshold), llvm_funcspec(funcspec):
         codegen.optimize(mod, 2, tm)

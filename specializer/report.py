@@ -7,9 +7,11 @@ import math
 from dataclasses import asdict, dataclass, field
 
 BASELINE = "separate"
+BASELINES = ("separate", "lto")  # every row's deltas are shown against both
+PAIR = ("all-args", "dims")  # and all-args against dims, the comparison the product is about
 NOTE = ("size: .text + .rodata bytes of the model and the kernel library code it uses (all objects, "
         "after --gc-sections); instructions: QEMU-counted (TCG plugin), entry call only; "
-        "est. cycles: TRM-weighted estimate; deltas: ratio to `separate` and percent change")
+        "est. cycles: TRM-weighted estimate; vs X: ratio to variant X (JSON: ratio and percent change)")
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,17 @@ class Comparison:
     def row(self, variant: str) -> VariantRow | None:
         return next((r for r in self.rows if r.variant == variant), None)
 
-    def deltas(self, r: VariantRow) -> dict:
-        base = self.row(BASELINE)
-        if base is None:
+    def deltas(self, r: VariantRow, baseline: str = BASELINE) -> dict:
+        base = self.row(baseline)
+        if base is None or r is None or base.status not in ("pass", "not run") or r.status not in ("pass", "not run"):
             return {"size": None, "cycles": None, "insns": None}
         return {"size": delta(r.size, base.size), "cycles": delta(r.cycles, base.cycles),
                 "insns": delta(r.insns, base.insns)}
+
+    def pair(self) -> dict:
+        """all-args against dims."""
+        return self.deltas(self.row(PAIR[0]), PAIR[1]) if self.row(PAIR[0]) else {"size": None, "cycles": None,
+                                                                                  "insns": None}
 
     @property
     def passed(self) -> bool:
@@ -75,16 +82,18 @@ class Comparison:
         for r in self.rows:
             d = asdict(r)
             d["size"] = r.size
-            d["vs_separate"] = {k: (asdict(v) if v else None) for k, v in self.deltas(r).items()}
+            for b in BASELINES:
+                d[f"vs_{b}"] = {k: (asdict(v) if v else None) for k, v in self.deltas(r, b).items()}
             rows.append(d)
+        pair = {k: (asdict(v) if v else None) for k, v in self.pair().items()}
         return {"model": self.model, "kind": self.kind, "options": self.options, "baseline": BASELINE,
-                "variants": rows}
+                "variants": rows, "all_args_vs_dims": pair}
 
 
 def _fmt_delta(d: Delta | None) -> str:
     if d is None:
         return "-"
-    return f"{d.ratio:.3f}x ({d.percent:+.1f}%)"
+    return f"{d.ratio:.3f}x"
 
 
 def _num(v) -> str:
@@ -94,17 +103,21 @@ def _num(v) -> str:
 def table(c: Comparison, title: bool = True) -> str:
     from tabulate import tabulate
 
-    headers = ["variant", "result", ".text", ".rodata", "size", "size vs separate", "instructions",
-               "est. cycles", "cycles vs separate", "max rel err", "clones (refused by budget)"]
+    headers = ["variant", "result", ".text", ".rodata", "size", "vs separate", "vs lto", "instructions",
+               "est. cycles", "vs separate", "vs lto", "max rel err", "clones (refused)"]
     body = []
     for r in c.rows:
-        d = c.deltas(r)
+        d, dl = c.deltas(r), c.deltas(r, "lto")
         spec = "-" if r.clones is None else f"{r.clones} ({r.refused})"
         err = "-" if r.max_rel_err is None else f"{r.max_rel_err:.2e}"
-        body.append([r.variant, r.status, r.text, r.rodata, r.size, _fmt_delta(d["size"]), _num(r.insns),
-                     _num(r.cycles), _fmt_delta(d["cycles"]), err, spec])
+        body.append([r.variant, r.status, r.text, r.rodata, r.size, _fmt_delta(d["size"]), _fmt_delta(dl["size"]),
+                     _num(r.insns), _num(r.cycles), _fmt_delta(d["cycles"]), _fmt_delta(dl["cycles"]), err, spec])
     out = tabulate(body, headers=headers, tablefmt="github", disable_numparse=True,
-                   colalign=("left", "left") + ("right",) * 9)
+                   colalign=("left", "left") + ("right",) * 11)
+    p = c.pair()
+    if p["size"] is not None:
+        out += (f"\n\nall-args vs dims: size {_fmt_delta(p['size'])}"
+                + (f", est. cycles {_fmt_delta(p['cycles'])}" if p["cycles"] else ""))
     head = f"### {c.model}\n\n" if title else ""
     tail = "\n" if c.ran else "\nnot run: no inputs (an XLA kernel module or a module without model.json); sizes only\n"
     return head + out + "\n" + tail
@@ -122,29 +135,41 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+def _geo(comparisons: list[Comparison], variant: str, baseline: str) -> dict:
+    size, cyc = [], []
+    for c in comparisons:
+        r = c.row(variant)
+        if r is None:
+            continue
+        d = c.deltas(r, baseline)
+        if d["size"]:
+            size.append(d["size"].ratio)
+        if d["cycles"]:
+            cyc.append(d["cycles"].ratio)
+    gs, gc = geomean(size), geomean(cyc)
+    return {"size": None if gs is None else round(gs, 4), "cycles": None if gc is None else round(gc, 4),
+            "models": len(size)}
+
+
 def summary(comparisons: list[Comparison], variants: tuple[str, ...]) -> tuple[str, dict]:
-    """Geometric means over models of each variant's size and cycle ratios to `separate`."""
+    """Geometric means over models of each variant's size and cycle ratios to `separate` and to
+    `lto`, and of all-args' ratios to dims."""
     from tabulate import tabulate
+
+    def fmt(v):
+        return "-" if v is None else f"{v:.3f}x"
 
     data, body = {}, []
     for v in variants:
-        size, cyc = [], []
-        for c in comparisons:
-            r = c.row(v)
-            if r is None:
-                continue
-            d = c.deltas(r)
-            if d["size"]:
-                size.append(d["size"].ratio)
-            if d["cycles"]:
-                cyc.append(d["cycles"].ratio)
-        gs, gc = geomean(size), geomean(cyc)
-        data[v] = {"size_ratio_geomean": None if gs is None else round(gs, 4),
-                   "cycles_ratio_geomean": None if gc is None else round(gc, 4),
-                   "models": len(size)}
-        body.append([v, "-" if gs is None else f"{gs:.3f}x ({(gs - 1) * 100:+.1f}%)",
-                     "-" if gc is None else f"{gc:.3f}x ({(gc - 1) * 100:+.1f}%)", len(size)])
-    text = tabulate(body, headers=["variant", "size vs separate (geomean)", "cycles vs separate (geomean)",
-                                   "models"], tablefmt="github", disable_numparse=True,
-                    colalign=("left", "right", "right", "right"))
+        by = {b: _geo(comparisons, v, b) for b in BASELINES}
+        data[v] = {f"vs_{b}": by[b] for b in BASELINES}
+        body.append([v, fmt(by["separate"]["size"]), fmt(by["lto"]["size"]), fmt(by["separate"]["cycles"]),
+                     fmt(by["lto"]["cycles"]), by["separate"]["models"]])
+    if PAIR[0] in variants and PAIR[1] in variants:
+        g = _geo(comparisons, *PAIR)
+        data["all_args_vs_dims"] = g
+        body.append([f"{PAIR[0]} vs {PAIR[1]}", fmt(g["size"]), "", fmt(g["cycles"]), "", g["models"]])
+    text = tabulate(body, headers=["variant", "size vs separate", "size vs lto", "cycles vs separate",
+                                   "cycles vs lto", "models"], tablefmt="github", disable_numparse=True,
+                    colalign=("left", "right", "right", "right", "right", "right"))
     return text + "\n", data

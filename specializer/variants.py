@@ -1,12 +1,16 @@
-"""The four builds every comparison makes of one model, each into its own directory.
+"""The five builds every comparison makes of one model, each into its own directory.
 
-| variant    | what it is |
-|------------|------------|
-| `separate` | model.ll optimized alone at O2 -> model.o; the libjit bitcode optimized alone at O2 ->
-|            | libjit.o; linked by the linker |
-| `lto`      | model + libjit linked into one module, internalized, O2, no explicit specialization |
-| `dims`     | `lto` + call sites specialized on constant scalar arguments, constprop, O2 (unrolls) |
-| `all-args` | `lto` + call sites specialized on every constant argument, constprop, O2 (unrolls) |
+| variant         | what it is |
+|-----------------|------------|
+| `separate`      | model.ll optimized alone at O2 -> model.o; the libjit bitcode optimized alone at O2 ->
+|                 | libjit.o; linked by the linker |
+| `lto`           | model + libjit linked into one module, internalized, O2, no explicit specialization |
+| `llvm-funcspec` | `lto` with LLVM's own FunctionSpecialization forced on in O2's IPSCCP (no cost model,
+|                 | literal constants and global addresses allowed, 16 clones per function): the peer |
+| `dims`          | `lto` + call sites specialized the way Glow does by default: constant scalars and
+|                 | pointers to constant non-tensor data (no addresses, no floats); constprop, O2 |
+| `all-args`      | `lto` + call sites specialized on every constant argument, and on pointers to stack
+|                 | objects that hold only constants (CMSIS instance structs); constprop, O2 |
 
 Every object is emitted with a section per function, so the linker's --gc-sections keeps what
 the entry reaches, as with a library built with -ffunction-sections (for `separate` that keeps
@@ -44,7 +48,7 @@ from .errors import UserError
 from .inputs import Model
 from .specialize import CodeSizes, Specialized, merge, quote, specialize
 
-VARIANTS = ("separate", "lto", "dims", "all-args")
+VARIANTS = ("separate", "lto", "llvm-funcspec", "dims", "all-args")
 DEFAULT_MAX_GROWTH = 2.0
 DEFAULT_ROUNDS = 8
 
@@ -236,8 +240,8 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
 
     mod = linked(model)
     _write(out_dir / "linked.ll", str(mod))
-    if variant == "lto":
-        passes.optimize(mod)
+    if variant in ("lto", "llvm-funcspec"):
+        passes.optimize(mod, funcspec=variant == "llvm-funcspec")
         _write(out_dir / "optimized.ll", str(mod))
         return Build(variant, out_dir, (_emit(mod, out_dir / "model.o"),))
 

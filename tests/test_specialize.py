@@ -254,7 +254,7 @@ def test_raw_xla_kernel_module_is_built_not_run(tmp_path):
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["kind"] == "xla-kernels"
-    assert [v["variant"] for v in data["variants"]] == ["separate", "lto", "dims", "all-args"]
+    assert [v["variant"] for v in data["variants"]] == ["separate", "lto", "llvm-funcspec", "dims", "all-args"]
     assert all(v["status"] == "not run" and v["insns"] is None for v in data["variants"])
     assert all(v["text"] > 0 for v in data["variants"])
     assert (tmp_path / "out" / "all-args" / "specialization.log").is_file()

@@ -1,4 +1,4 @@
-"""The four variants of a captured model on QEMU: all match JAX, a rebuild is byte-identical, and
+"""The five variants of a captured model on QEMU: all match JAX, a rebuild is byte-identical, and
 the per-function profile adds up to the measured run."""
 
 import json
@@ -11,7 +11,7 @@ SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
 ARTIFACTS = ("linked.ll", "specialized.ll", "optimized.ll", "specialization.log", "specialization.json")
 
 
-def test_four_variants_pass_and_rebuild_is_identical(captured, tmp_path):
+def test_every_variant_passes_and_rebuild_is_identical(captured, tmp_path):
     c = captured("mlp")  # XLA kernels with call frames and libjit matmul calls
     out = tmp_path / "a"
     r = subprocess.run([*SPECIALIZE, "--all-args", c.model_ll, "-o", out, "--json"],
@@ -19,7 +19,7 @@ def test_four_variants_pass_and_rebuild_is_identical(captured, tmp_path):
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     rows = {v["variant"]: v for v in data["variants"]}
-    assert list(rows) == ["separate", "lto", "dims", "all-args"]
+    assert list(rows) == ["separate", "lto", "llvm-funcspec", "dims", "all-args"]
     for v in rows.values():
         # ran on QEMU and produced JAX's outputs within the manifest's tolerance
         assert v["status"] == "pass", v
