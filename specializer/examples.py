@@ -10,7 +10,8 @@ from .measure import Row, run_model
 from .tools import repo_root
 
 EXAMPLES = ("quadratic", "elementwise", "softmax", "mlp", "loop", "while_loop", "cond",
-            "mlp256", "lenet", "kws_dscnn", "anomaly_ae", "mlp_int8")
+            "mlp256", "lenet", "kws_dscnn", "anomaly_ae", "mlp_int8", "resnet8",
+            "mobilenet_vww", "mlp256_pruned")
 
 
 def example_path(name: str) -> Path:
