@@ -36,14 +36,15 @@ module alone. The unroll threshold applies to the specializing variants only: `s
 from __future__ import annotations
 
 import io
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 
-from . import codegen, ir, libjit, passes
+from . import codegen, ir, libjit, passes, relayout
 from .errors import UserError
 from .inputs import Model
 from .specialize import CodeSizes, Specialized, merge, quote, specialize
@@ -78,10 +79,11 @@ def _library(ctx=None) -> llvm.ModuleRef:
     return ir.parse_bitcode(libjit.build().bitcode, ctx)
 
 
-def linked(model: Model) -> llvm.ModuleRef:
-    """model + libjit in one module (one fresh LLVM context), internalized, dead code dropped."""
+def linked(model: Model, text: str | None = None) -> llvm.ModuleRef:
+    """model (or `text` in its place) + libjit in one module (one fresh LLVM context),
+    internalized, dead code dropped."""
     ctx = ir.context()
-    mod = codegen.link([ir.parse(model.text, str(model.path), ctx), _library(ctx)])
+    mod = codegen.link([ir.parse(model.text if text is None else text, str(model.path), ctx), _library(ctx)])
     codegen.check_library_symbols(mod)
     found = passes.internalize(mod, model.keep)
     missing = [e for e in model.entries if e not in found]
@@ -238,7 +240,8 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
         objs = (_emit(mod, out_dir / "model.o"), _emit(lib, out_dir / "libjit.o", data_sections=True))
         return Build(variant, out_dir, objs)
 
-    mod = linked(model)
+    text, relaid = (relayout.relayout(model.text) if variant == "all-args" else (None, ()))
+    mod = linked(model, text)
     _write(out_dir / "linked.ll", str(mod))
     if variant in ("lto", "llvm-funcspec"):
         passes.optimize(mod, funcspec=variant == "llvm-funcspec")
@@ -248,8 +251,11 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
     threshold = options.unroll_threshold
     spec = specialize_rounds(str(mod), variant, options, model.shapes, f"{model.path.name} ({variant})")
     _write(out_dir / "specialized.ll", spec.text)
-    _write(out_dir / "specialization.log", spec.log_text())
+    head = "".join(f"; {r.log_line()}\n" for r in relaid)
+    _write(out_dir / "specialization.log", head + spec.log_text())
     _write(out_dir / "specialization.json", spec.log_json())
+    if relaid:
+        _write(out_dir / "relayout.json", json.dumps([asdict(r) for r in relaid], indent=1, sort_keys=True) + "\n")
     mod = ir.parse(spec.text, "specialized.ll")
     passes.constprop(mod, threshold, options.pre_unroll)
     passes.optimize(mod, threshold)

@@ -260,3 +260,13 @@ def test_raw_xla_kernel_module_is_built_not_run(tmp_path):
     assert (tmp_path / "out" / "all-args" / "specialization.log").is_file()
     table = run_cli(IR / "retarget_x86_kernel.ll", "--variants", "lto", "-o", tmp_path / "t")
     assert "not run: no inputs" in table.stdout
+
+
+@pytest.mark.parametrize("case", sorted(IR.glob("relayout_*.ll")), ids=lambda p: p.stem)
+def test_relayout(case: Path):
+    from specializer.relayout import relayout
+
+    text, notes = relayout(case.read_text())
+    text = str(codegen.parse(text, case.name))  # valid IR, printed the way LLVM prints it
+    filecheck(case, text, "CHECK")
+    filecheck(case, "\n".join(r.log_line() for r in notes) + "\n", "LOG")

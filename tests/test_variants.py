@@ -54,3 +54,20 @@ def test_every_variant_passes_and_rebuild_is_identical(captured, tmp_path):
                 assert (tmp_path / "b" / v / name).read_bytes() == first.read_bytes(), f"{v}/{name}"
         assert (tmp_path / "b" / v / "model.o").read_bytes() == (out / v / "model.o").read_bytes()
     assert (out / "report.json").read_text().count("/tmp") == 0  # no paths in the report
+
+
+def test_pruned_weights_relaid_out_only_in_all_args(captured, tmp_path):
+    """mlp256_pruned (80% zeros): all-args runs both layers on the sparse kernel with compressed
+    copies of the weights, and still produces JAX's outputs; dims keeps the dense kernel."""
+    from specializer.compare import compare
+
+    c = captured("mlp256_pruned")
+    comp = compare(inputs.load(c.model_ll), tmp_path, which=("dims", "all-args"))
+    assert comp.passed, comp.rows
+    log = (tmp_path / "all-args" / "specialization.log").read_text()
+    assert log.count("re-laid out as compressed sparse columns") == 2
+    assert "libjit_vecmat_csc_f32" in (tmp_path / "all-args" / "optimized.ll").read_text()
+    assert "libjit_vecmat_csc_f32" not in (tmp_path / "dims" / "optimized.ll").read_text()
+    relaid = json.loads((tmp_path / "all-args" / "relayout.json").read_text())
+    assert {r["weight"] for r in relaid} == {"mlp256_pruned_w_w1", "mlp256_pruned_w_w2"}
+    assert all(r["nonzeros"] <= 0.2 * r["shape"][0] * r["shape"][1] + 1 for r in relaid)
