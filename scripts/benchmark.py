@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         [_passing(c) for c in comparisons], variants.VARIANTS)
     print("### summary: geometric means over the models of the ratios to `separate` and `lto`, and of all-args to dims\n")
     print(summary_text)
+    per_mac = report.per_mac_table([_passing(c) for c in comparisons], variants.VARIANTS)
+    print("### est. cycles per multiply-accumulate (dot/conv kernels' MACs)\n")
+    print(per_mac)
     print(report.NOTE)
 
     reports = Path(a.reports)
@@ -87,7 +90,10 @@ def main(argv: list[str] | None = None) -> int:
           f"llvmlite {env['llvmlite']} (LLVM {env['llvm']}); libjit built with CMSIS-NN: {env['cmsis_nn']}.", "",
           report.NOTE, "",
           "## Summary: geometric means over the models of the ratios to `separate` and `lto`, and of all-args to dims", "",
-          "Only variants that passed are included.", "", summary_text]
+          "Only variants that passed are included.", "", summary_text,
+          "## est. cycles per multiply-accumulate", "",
+          "MACs: what the model's dot and convolution kernels compute (`specializer/macs.py`).", "",
+          per_mac]
     for c in comparisons:
         md.append(report.table(c).replace("### ", "## ", 1))
     for name, err in failed.items():
@@ -110,8 +116,8 @@ def _passing(c: report.Comparison) -> report.Comparison:
     """The comparison without failed rows (a wrong answer has no meaningful size or speed)."""
     base = c.row(report.BASELINE)
     if base is None or base.status != "pass":
-        return report.Comparison(c.model, c.kind, (), c.options)
-    return report.Comparison(c.model, c.kind, tuple(r for r in c.rows if r.status == "pass"), c.options)
+        return report.Comparison(c.model, c.kind, (), c.options, c.macs)
+    return report.Comparison(c.model, c.kind, tuple(r for r in c.rows if r.status == "pass"), c.options, c.macs)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from . import firmware, measure, profile, report, variants
+from . import firmware, macs, measure, profile, report, variants
 from .inputs import Model
 from .report import Comparison, VariantRow
 
@@ -37,7 +37,7 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
         rows.append(VariantRow(v, r.status, r.text, r.rodata, r.data, r.bss, r.insns,
                                r.cycles if method == "plugin" else None, r.max_abs_err, r.max_rel_err, **spec))
     opts = asdict(options) | {"method": method}
-    c = Comparison(model.name, model.kind, tuple(rows), opts)
+    c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None)
     (out_dir / "report.md").write_text(report.table(c) + "\n" + report.NOTE + "\n")
     (out_dir / "report.json").write_text(report.json_text(c))
     return c

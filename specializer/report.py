@@ -53,6 +53,11 @@ class Comparison:
     kind: str  # captured | xla-kernels | module
     rows: tuple[VariantRow, ...]
     options: dict = field(default_factory=dict)
+    macs: int | None = None  # multiply-accumulates of the model's dot/conv kernels (macs.py)
+
+    def per_mac(self, r: VariantRow) -> float | None:
+        """est. cycles per multiply-accumulate."""
+        return round(r.cycles / self.macs, 2) if self.macs and r.cycles else None
 
     def row(self, variant: str) -> VariantRow | None:
         return next((r for r in self.rows if r.variant == variant), None)
@@ -82,11 +87,13 @@ class Comparison:
         for r in self.rows:
             d = asdict(r)
             d["size"] = r.size
+            d["cycles_per_mac"] = self.per_mac(r)
             for b in BASELINES:
                 d[f"vs_{b}"] = {k: (asdict(v) if v else None) for k, v in self.deltas(r, b).items()}
             rows.append(d)
         pair = {k: (asdict(v) if v else None) for k, v in self.pair().items()}
         return {"model": self.model, "kind": self.kind, "options": self.options, "baseline": BASELINE,
+                "macs": self.macs,
                 "variants": rows, "all_args_vs_dims": pair}
 
 
@@ -114,9 +121,12 @@ def table(c: Comparison, title: bool = True) -> str:
                      _num(r.insns), _num(r.cycles), _fmt_delta(d["cycles"]), _fmt_delta(dl["cycles"]), err, spec])
     out = tabulate(body, headers=headers, tablefmt="github", disable_numparse=True,
                    colalign=("left", "left") + ("right",) * 11)
+    if c.macs and any(c.per_mac(r) for r in c.rows):
+        out += (f"\n\n{c.macs:,} MACs in dot/conv kernels; est. cycles/MAC: "
+                + ", ".join(f"{r.variant} {c.per_mac(r):.2f}" for r in c.rows if c.per_mac(r)))
     p = c.pair()
     if p["size"] is not None:
-        out += (f"\n\nall-args vs dims: size {_fmt_delta(p['size'])}"
+        out += ("\n" if c.macs else "\n\n") + (f"all-args vs dims: size {_fmt_delta(p['size'])}"
                 + (f", est. cycles {_fmt_delta(p['cycles'])}" if p["cycles"] else ""))
     head = f"### {c.model}\n\n" if title else ""
     tail = "\n" if c.ran else "\nnot run: no inputs (an XLA kernel module or a module without model.json); sizes only\n"
@@ -173,3 +183,23 @@ def summary(comparisons: list[Comparison], variants: tuple[str, ...]) -> tuple[s
                                    "cycles vs lto", "models"], tablefmt="github", disable_numparse=True,
                     colalign=("left", "right", "right", "right", "right", "right"))
     return text + "\n", data
+
+
+def per_mac_table(comparisons: list[Comparison], variants: tuple[str, ...]) -> str:
+    """est. cycles/MAC of every model with dot/conv kernels, one column per variant."""
+    from tabulate import tabulate
+
+    body = []
+    for c in comparisons:
+        if not c.macs:
+            continue
+        cells = []
+        for v in variants:
+            r = c.row(v)
+            pm = c.per_mac(r) if r else None
+            cells.append("-" if pm is None else f"{pm:.2f}")
+        body.append([c.model, f"{c.macs:,}", *cells])
+    if not body:
+        return ""
+    return tabulate(body, headers=["model", "MACs", *variants], tablefmt="github", disable_numparse=True,
+                    colalign=("left",) + ("right",) * (len(variants) + 1)) + "\n"
