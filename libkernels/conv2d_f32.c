@@ -3,13 +3,14 @@
  * Paths:
  *   in_c/groups == 1 (depthwise, any multiplier; also in_c == 1)
  *       direct loop: per output pixel, blocks of 4 output channels summed in registers over the
- *       taps that fall inside the input (no scratch)
+ *       taps that fall inside the input (no scratch); interior pixels loop over the filter's
+ *       own k_h x k_w, so a specialized kernel unrolls them
  *   1x1, stride 1, no padding, groups == 1
- *       the input pixels already are the patch matrix: arm_mat_mult_f32 (via jitk_gemm_f32)
+ *       the input pixels already are the patch matrix: jitk_gemm_f32 (4x4 register blocks)
  *       over whole images when out_w == in_w, else per output row (no scratch)
  *   everything else
  *       per batch, output row and group: im2col of the row into scratch [out_w][k_h*k_w*cin_g]
- *       (zeros for taps outside the input), then for groups == 1 arm_mat_mult_f32 of it with the
+ *       (zeros for taps outside the input), then for groups == 1 jitk_gemm_f32 of it with the
  *       filter [k_h*k_w*in_c][out_c], for groups > 1 a strided product with the group's
  *       filter columns.
  */
@@ -29,47 +30,61 @@ static void tap_range(int32_t base, int32_t dil, int32_t k, int32_t size, int32_
   *hi = h;
 }
 
+/* The mult == 1 case of depthwise_pixel: blocks of 4 channels summed in registers. Always
+ * inlined, so a call with constant nky / nkx has constant trip counts. */
+static inline __attribute__((always_inline)) void
+depthwise_pixel_m1(float *out, const float *in, const float *filter, int32_t out_c, int32_t k_w,
+                   int32_t row_step, int32_t col_step, int32_t nky, int32_t nkx)
+{
+  int32_t c = 0;
+  for (; c + 4 <= out_c; c += 4) {
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    for (int32_t ky = 0; ky < nky; ky++) {
+      const float *ip = in + ky * row_step + c;
+      const float *fp = filter + ky * k_w * out_c + c;
+      for (int32_t kx = 0; kx < nkx; kx++) {
+        a0 += ip[0] * fp[0];
+        a1 += ip[1] * fp[1];
+        a2 += ip[2] * fp[2];
+        a3 += ip[3] * fp[3];
+        ip += col_step;
+        fp += out_c;
+      }
+    }
+    out[c + 0] = a0;
+    out[c + 1] = a1;
+    out[c + 2] = a2;
+    out[c + 3] = a3;
+  }
+  for (; c < out_c; c++) {
+    float a = 0.0f;
+    for (int32_t ky = 0; ky < nky; ky++) {
+      const float *ip = in + ky * row_step + c;
+      const float *fp = filter + ky * k_w * out_c + c;
+      for (int32_t kx = 0; kx < nkx; kx++) {
+        a += *ip * *fp;
+        ip += col_step;
+        fp += out_c;
+      }
+    }
+    out[c] = a;
+  }
+}
+
 /* One output pixel of a conv with one input channel per group: out[o], o = c*mult + q, is the
  * sum of in[c] * filter[ky][kx][0][o] over nky x nkx taps. in and filter point at the first tap
  * inside the input; row_step / col_step are the input strides between taps. */
 static void depthwise_pixel(float *out, const float *in, const float *filter, int32_t in_c,
-                            int32_t out_c, int32_t mult, int32_t k_w, int32_t row_step,
+                            int32_t out_c, int32_t mult, int32_t k_h, int32_t k_w, int32_t row_step,
                             int32_t col_step, int32_t nky, int32_t nkx)
 {
   if (mult == 1) {
-    int32_t c = 0;
-    for (; c + 4 <= out_c; c += 4) {
-      float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-      for (int32_t ky = 0; ky < nky; ky++) {
-        const float *ip = in + ky * row_step + c;
-        const float *fp = filter + ky * k_w * out_c + c;
-        for (int32_t kx = 0; kx < nkx; kx++) {
-          a0 += ip[0] * fp[0];
-          a1 += ip[1] * fp[1];
-          a2 += ip[2] * fp[2];
-          a3 += ip[3] * fp[3];
-          ip += col_step;
-          fp += out_c;
-        }
-      }
-      out[c + 0] = a0;
-      out[c + 1] = a1;
-      out[c + 2] = a2;
-      out[c + 3] = a3;
-    }
-    for (; c < out_c; c++) {
-      float a = 0.0f;
-      for (int32_t ky = 0; ky < nky; ky++) {
-        const float *ip = in + ky * row_step + c;
-        const float *fp = filter + ky * k_w * out_c + c;
-        for (int32_t kx = 0; kx < nkx; kx++) {
-          a += *ip * *fp;
-          ip += col_step;
-          fp += out_c;
-        }
-      }
-      out[c] = a;
-    }
+    /* interior pixels (every tap inside the input) get the filter's own sizes as trip counts:
+     * constants once the kernel is specialized, so the tap loops unroll */
+    if (nky == k_h && nkx == k_w)
+      depthwise_pixel_m1(out, in, filter, out_c, k_w, row_step, col_step, k_h, k_w);
+    else
+      depthwise_pixel_m1(out, in, filter, out_c, k_w, row_step, col_step, nky, nkx);
     return;
   }
   for (int32_t c = 0; c < in_c; c++) {
@@ -132,7 +147,7 @@ static void depthwise(float *out, const float *in, const float *filter, int32_t 
           /* pointers are only formed for taps inside the input */
           const int32_t first = ((iy + ky0 * dil_h) * in_w + ix + kx0 * dil_w) * in_c;
           depthwise_pixel(out, image + first, filter + (ky0 * k_w + kx0) * out_c, in_c, out_c,
-                          mult, k_w, row_step, col_step, ky1 - ky0, kx1 - kx0);
+                          mult, k_h, k_w, row_step, col_step, ky1 - ky0, kx1 - kx0);
         } else {
           for (int32_t o = 0; o < out_c; o++)
             out[o] = 0.0f;

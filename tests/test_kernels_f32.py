@@ -63,6 +63,7 @@ def _check(got, ref, bound, rtol=1e-5):
 MATMUL_SHAPES = [  # batch, m, k, n
     (1, 1, 7, 13), (1, 1, 16, 8), (1, 1, 256, 512), (2, 1, 33, 3), (1, 1, 1, 1),
     (3, 5, 7, 11), (2, 4, 4, 4), (1, 9, 1, 17), (1, 6, 10, 1), (1, 17, 19, 23), (2, 2, 3, 2),
+    (2, 7, 17, 1), (1, 1, 5, 1), (2, 13, 16, 21), (1, 125, 64, 64),
 ]
 
 
@@ -81,6 +82,41 @@ def test_matmul(lib, shape, lt, rt):
     ref = np.matmul(lhs.astype(np.float64), rhs.astype(np.float64))
     bound = np.matmul(np.abs(lhs.astype(np.float64)), np.abs(rhs.astype(np.float64)))
     _check(out[:batch * m * n].reshape(batch, m, n), ref, bound)
+
+
+# Every edge of the register-blocked GEMM (4x4 blocks, 4x1 columns, 2-row blocks, a last row
+# through vecmat's 16/8/4/1 column blocks) and the n == 1 matrix-vector path.
+GEMM_M, GEMM_N, GEMM_K = (1, 2, 3, 4, 5, 7, 9), (1, 3, 4, 5, 8, 13), (1, 3, 16, 17)
+
+
+@pytest.mark.parametrize("k", GEMM_K)
+@pytest.mark.parametrize("n", GEMM_N)
+@pytest.mark.parametrize("m", GEMM_M)
+def test_matmul_blocked_edges(lib, m, k, n):
+    rng = np.random.default_rng(1000 * m + 10 * n + k)
+    lhs = rng.standard_normal((1, m, k)).astype(np.float32)
+    rhs = rng.standard_normal((1, k, n)).astype(np.float32)
+    out = _guarded(m * n)
+    lib.libjit_matmul_f32(_ptr(out), _ptr(lhs), _ptr(rhs), 1, m, k, n, 0, 0)
+    assert (out[m * n:] == SENTINEL).all(), "wrote past the output"
+    ref = lhs.astype(np.float64) @ rhs.astype(np.float64)
+    bound = np.abs(lhs.astype(np.float64)) @ np.abs(rhs.astype(np.float64))
+    _check(out[:m * n].reshape(1, m, n), ref, bound)
+
+
+@pytest.mark.parametrize("n", [16, 24, 29, 33, 512])
+def test_matmul_vecmat_wide(lib, n):
+    """m == 1: vecmat's 16-column blocks and their 8/4/1 tails."""
+    rng = np.random.default_rng(n)
+    k = 37
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    out = _guarded(n)
+    lib.libjit_matmul_f32(_ptr(out), _ptr(x), _ptr(w), 1, 1, k, n, 0, 0)
+    assert (out[n:] == SENTINEL).all(), "wrote past the output"
+    ref = x.astype(np.float64) @ w.astype(np.float64)
+    bound = np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64))
+    _check(out[:n].reshape(1, n), ref, bound)
 
 
 @pytest.mark.parametrize("lt,rt", [(0, 0), (0, 1), (1, 0), (1, 1)])
@@ -149,6 +185,11 @@ CONV_CASES = {
     "in_c1_kws_first": (1, 49, 10, 1, 64, 10, 4, (2, 2), (4, 5, 1, 1), (1, 1), 1),
     "in_c1_odd_out": (1, 6, 5, 1, 7, 3, 2, (1, 1), (1, 1, 0, 1), (1, 1), 1),
     "1x1": (2, 4, 5, 7, 9, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    "1x1_kws_pointwise": (1, 25, 5, 64, 64, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    "1x1_odd": (1, 3, 3, 5, 13, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    "1x1_out_c1": (1, 3, 5, 6, 1, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    "depthwise_kws": (1, 25, 5, 64, 64, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 64),
+    "depthwise_odd_c": (1, 6, 7, 7, 7, 3, 2, (1, 1), (1, 1, 0, 1), (1, 1), 7),
     "1x1_cropped": (2, 5, 6, 3, 4, 1, 1, (1, 1), (0, -1, 0, -2), (1, 1), 1),
     "1x1_cropped_h": (2, 5, 6, 3, 4, 1, 1, (1, 1), (0, -2, 0, 0), (1, 1), 1),
     "1x1_stride2": (1, 6, 6, 4, 3, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1), 1),
