@@ -8,39 +8,22 @@ to libjit; dots fused into elementwise kernels are small).
 
 from __future__ import annotations
 
-import re
+from .specialize import direct_calls
 
-from .specialize import _split_args
-
-_CALL = re.compile(r"call void @(libjit_matmul_f32|libjit_matmul_s8_s32|libjit_conv2d_f32)\(")
-_INT = re.compile(r"^i32 (-?\d+)$")
-
-
-def _ints(args: list[str]) -> list[int] | None:
-    out = []
-    for a in args:
-        m = _INT.match(a)
-        if not m:
-            return None
-        out.append(int(m.group(1)))
-    return out
+KERNELS = ("libjit_matmul_f32", "libjit_matmul_s8_s32", "libjit_conv2d_f32")
 
 
 def count(text: str) -> int:
     """MACs of every libjit dot/convolution call in a captured model's IR (0 if none)."""
     total = 0
-    for line in text.split("\n"):
-        m = _CALL.search(line) if line.startswith("  ") else None
-        if not m:
-            continue
-        args, _ = _split_args(line, m.end() - 1)
-        if m.group(1).startswith("libjit_matmul"):
-            v = _ints(args[3:7])
+    for call in direct_calls(text.split("\n"), KERNELS):
+        if call.callee.startswith("libjit_matmul"):
+            v = call.ints(3, 4)
             if v:
                 batch, rows, k, n = v
                 total += batch * rows * k * n
         else:
-            v = _ints(args[4:20])
+            v = call.ints(4, 16)
             if v:
                 batch, _, _, in_c, out_h, out_w, out_c, k_h, k_w = v[:9]
                 groups = v[15]

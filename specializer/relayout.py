@@ -25,14 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .specialize import _split_args, _unquote, quote
+from .specialize import _unquote, direct_calls, quote
 
 MAX_DENSITY = 0.4
 U16 = 65535
 CSC_KERNEL = "libjit_vecmat_csc_f32"
 
-_CALL = re.compile(r'call void @libjit_matmul_f32\(')
-_INT = re.compile(r"^i32 (-?\d+)$")
 _GLOBAL = re.compile(r'^ptr @("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)$')
 _FLOATS = re.compile(r"float ([^,\]\s]+)")
 
@@ -109,16 +107,12 @@ def relayout(text: str) -> tuple[str, tuple[Relayout, ...]]:
                 defs[_unquote(m.group(1))] = i
     done: dict[str, Relayout] = {}
     notes, new_globals = [], []
-    for i, line in enumerate(lines):
-        m = _CALL.search(line) if line.startswith("  ") else None  # instructions only, not comments
-        if not m:
-            continue
-        args, _ = _split_args(line, m.end() - 1)
-        ints = [_INT.match(a) for a in args[3:]]
+    for call in list(direct_calls(lines, ("libjit_matmul_f32",))):
+        args, ints = call.args, call.ints(3, 6)
         w = _GLOBAL.match(args[2]) if len(args) == 9 else None
-        if w is None or not all(ints):
+        if w is None or ints is None:
             continue
-        batch, rows, k, n, lt, rt = (int(x.group(1)) for x in ints)
+        batch, rows, k, n, lt, rt = ints
         if batch != 1 or rows != 1 or lt != 0:
             continue
         name = _unquote(w.group(1))
@@ -128,8 +122,9 @@ def relayout(text: str) -> tuple[str, tuple[Relayout, ...]]:
         r = done[name]
         if r.kernel:
             csc = [f"ptr {quote(name + '.csc.' + part)}" for part in ("val", "row", "start")]
-            lines[i] = (line[:m.start()] + f"call void {quote(CSC_KERNEL)}("
-                        + ", ".join([args[0], args[1], *csc, f"i32 {n}"]) + ")" + line[_split_args(line, m.end() - 1)[1]:])
+            line = lines[call.line]
+            lines[call.line] = (line[:call.start] + f"call void {quote(CSC_KERNEL)}("
+                                + ", ".join([args[0], args[1], *csc, f"i32 {n}"]) + ")" + line[call.end:])
     if not any(r.kernel for r in notes):
         return text, tuple(notes)
     if not re.search(rf"^(declare|define) .*{quote(CSC_KERNEL)}\(", text, re.M):

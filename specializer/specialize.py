@@ -256,6 +256,36 @@ def _split_args(line: str, open_paren: int) -> tuple[list[str], int]:
     raise ValueError(f"unbalanced call: {line.strip()}")
 
 
+@dataclass(frozen=True)
+class DirectCall:
+    """A `call void @callee(...)` instruction line, as the textual readers of a module see it."""
+    line: int  # index into the module's lines
+    callee: str
+    args: list[str]  # argument texts ("ptr @w", "i32 4")
+    start: int  # column of `call`
+    end: int  # column just past the closing parenthesis
+
+    def ints(self, first: int, count: int) -> list[int] | None:
+        """Arguments first..first+count-1 as numbers, when all are constant i32s."""
+        out = []
+        for a in self.args[first:first + count]:
+            m = re.match(r"^i32 (-?\d+)$", a)
+            if not m:
+                return None
+            out.append(int(m.group(1)))
+        return out if len(out) == count else None
+
+
+def direct_calls(lines: list[str], callees: tuple[str, ...]):
+    """The `call void` instructions (not comments) of `lines` that call one of `callees`."""
+    pattern = re.compile(r"call void @(" + "|".join(map(re.escape, callees)) + r")\(")
+    for i, line in enumerate(lines):
+        m = pattern.search(line) if line.startswith("  ") else None
+        if m:
+            args, end = _split_args(line, m.end() - 1)
+            yield DirectCall(i, m.group(1), args, m.start(), end)
+
+
 def _function_lines(lines: list[str]) -> dict[str, tuple[int, int]]:
     """Function name -> (line of `define`, line of the closing `}`)."""
     spans, i = {}, 0
@@ -472,10 +502,7 @@ class _Planner:
         const = []
         for i, (o, ty) in enumerate(zip(ops, types)):
             if self.is_constant(o, ty):
-                if o.value_kind in (llvm.ValueKind.global_variable, llvm.ValueKind.function):
-                    value = f"{ty} {quote(o.name)}"
-                else:
-                    value = str(o)
+                value = constdata.typed(o, quote)
                 const.append(ConstArg(i, value, self.summary(o, value)))
             elif o.value_kind == llvm.ValueKind.instruction and ty == "ptr" and _ALLOCA.match(str(o)):
                 obj = self.stack_object(fn, o, inst, i, callee.name)
