@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codegen, entry, intrinsics, libcalls, memplan, xla_executable as xe
+from . import codegen, entry, fminmax, intrinsics, libcalls, memplan, xla_executable as xe
 from .errors import UserError
 from .manifest import Manifest, Tensor, flat
 from .normalize import normalize
@@ -315,7 +315,7 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
         if sources[name] in linked_files:  # a kernel module may define several kernels
             continue
         linked_files.add(sources[name])
-        text = retarget(normalize(sources[name].read_text()))
+        text = fminmax.lower(retarget(normalize(sources[name].read_text())))
         kernel_texts.append(text)
         modules.append(codegen.parse(text, sources[name].name))
     wrappers = intrinsics.vector_wrappers("\n".join(kernel_texts))

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import intrinsics, ir
+from . import fminmax, intrinsics, ir
 from .errors import UserError
 from .manifest import Manifest
 from .normalize import normalize
@@ -95,7 +95,7 @@ def _thumb_module(path: Path, text: str) -> Model:
 
 
 def _xla_kernels(path: Path, text: str) -> Model:
-    text = retarget(normalize(text))
+    text = fminmax.lower(retarget(normalize(text)))
     wrappers = intrinsics.vector_wrappers(text)
     if wrappers:
         text += "\n" + wrappers
