@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _options(o: variants.Options) -> dict:
     return {"max_growth": o.max_growth, "unroll_threshold": o.unroll_threshold, "rounds": o.rounds,
-            "pre_unroll": o.pre_unroll}
+            "pre_unroll": o.pre_unroll, "flash_budget": o.flash_budget}
 
 
 def _passing(c: report.Comparison) -> report.Comparison:

@@ -96,6 +96,9 @@ function it calls; a clone adds its own code and what only it calls. All clones 
 together may add at most X times the callee's size. Clones are admitted in the order of their
 first call site; one that would exceed its callee's budget is refused, its call sites keep
 calling the original, and the log says so. 'none' turns the budget off.
+flash budget (--flash-budget BYTES): the same scratch build, unrolled as O2 unrolls, holds every
+candidate clone; when its code + initialized data exceed BYTES, the clones that add the most
+code are refused one by one until it fits, each with a log line saying so.
 
 artifacts in DIR/<variant>/: linked.ll, specialized.ll, optimized.ll, specialization.log and
 .json, profile.txt and .json (per function: instructions, est. cycles), firmware.elf;
@@ -115,8 +118,24 @@ def _growth(text: str) -> float | None:
     return value
 
 
+def _bytes(text: str) -> int | None:
+    """A byte count: 4194304, 4096K, 4M (K and M are 1024-based); 'none' for no budget."""
+    t = text.strip().lower()
+    if t in ("none", "off", "inf"):
+        return None
+    scale = {"k": 1024, "kib": 1024, "m": 1024 * 1024, "mib": 1024 * 1024}
+    unit = next((u for u in sorted(scale, key=len, reverse=True) if t.endswith(u)), None)
+    try:
+        value = float(t[: -len(unit)] if unit else t) * (scale[unit] if unit else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a byte count: '{text}' (e.g. 4194304, 512K, 4M)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return int(value)
+
+
 def _specialize(argv: list[str]) -> int:
-    from .variants import DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, VARIANTS
+    from .variants import DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, VARIANTS
 
     p = argparse.ArgumentParser(
         prog="specialize", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SPECIALIZE_EPILOG,
@@ -140,6 +159,10 @@ def _specialize(argv: list[str]) -> int:
     p.add_argument("--max-growth", type=_growth, default=DEFAULT_MAX_GROWTH, metavar="X",
                    help=f"the clones of a callee may add at most X times its optimized code "
                         f"(default {DEFAULT_MAX_GROWTH:g}; 'none': no budget)")
+    p.add_argument("--flash-budget", type=_bytes, default=DEFAULT_FLASH_BUDGET, metavar="BYTES",
+                   help=f"code + data the specialized build may take, measured on the scratch build as its "
+                        f"loops unroll; past it the clones adding most code are refused, each logged "
+                        f"(default {DEFAULT_FLASH_BUDGET}: the board's 4 MiB less 64 KiB; K/M suffixes; 'none')")
     p.add_argument("--unroll-threshold", type=int, metavar="N",
                    help="LLVM loop-unroll threshold for the specializing variants (default: LLVM's, 150 at O2)")
     p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, metavar="N",
@@ -165,7 +188,7 @@ def _specialize(argv: list[str]) -> int:
     from .compare import compare
 
     options = variants.Options(max_growth=a.max_growth, unroll_threshold=a.unroll_threshold, rounds=a.rounds,
-                               pre_unroll=a.pre_unroll)
+                               pre_unroll=a.pre_unroll, flash_budget=a.flash_budget)
     model = inputs.load(Path(a.model))
     if a.emit:
         return _emit(model, a, options)
@@ -191,19 +214,16 @@ def _specialize(argv: list[str]) -> int:
 
 def _emit(model, a, options) -> int:
     """One build of the selected mode, one artifact out (in the manner of opt -S / llc)."""
-    from . import codegen, ir, passes
-    from .variants import specialize_rounds, linked
+    from . import codegen
+    from .variants import optimized
 
-    mod = linked(model)
-    spec = specialize_rounds(str(mod), a.mode, options, model.shapes, f"{model.path.name} ({a.mode})")
+    o = optimized(model, a.mode, options)  # exactly the variant's build
     if a.log:
-        Path(a.log).write_text(spec.log_text())
+        Path(a.log).write_text(o.log_text())
     if a.emit == "specialized-ll":
-        data: str | bytes = spec.text
+        data: str | bytes = o.spec.text
     else:
-        mod = ir.parse(spec.text, "specialized.ll")
-        passes.constprop(mod, options.unroll_threshold, options.pre_unroll)
-        passes.optimize(mod, options.unroll_threshold)
+        mod = o.module
         data = {"ll": lambda: str(mod), "asm": lambda: codegen.emit_assembly(mod),
                 "obj": lambda: codegen.emit_object(mod)}[a.emit]()
     if not a.output or a.output == "-":

@@ -163,3 +163,13 @@ def optimize(mod: llvm.ModuleRef, threshold: int | None = None,
     FunctionSpecialization forced on)."""
     with unroll_threshold(threshold), llvm_funcspec(funcspec):
         codegen.optimize(mod, 2, tm)
+
+
+def cleanup(mod: llvm.ModuleRef) -> None:
+    """InstCombine and dead-code elimination: what folds a rewrite done after O2 (zeroweights)."""
+    def add(pm):
+        pm.add_instruction_combine_pass()
+        pm.add_dead_code_elimination_pass()
+        pm.add_simplify_cfg_pass()
+
+    _run(mod, add)

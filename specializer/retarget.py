@@ -12,6 +12,7 @@ import re
 
 # The 4-part spelling: with "thumbv7em-none-eabihf" LLVM 22.1 leaves the float ABI soft.
 TRIPLE = "thumbv7em-unknown-none-eabihf"
+FLASH_BYTES = 4 * 1024 * 1024  # mps2-an386, the board QEMU runs (firmware.py's linker script)
 DATALAYOUT = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 CPU = "cortex-m4"
 FEATURES = "+vfp4d16sp"

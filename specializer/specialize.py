@@ -71,6 +71,7 @@ _UNSUPPORTED_PARAM_ATTRS = re.compile(r"\b(byval|byref|sret|inalloca|preallocate
 # more than a tiny wrapper is no growth worth refusing)
 MIN_BUDGET_BYTES = 64
 BUDGET = "size budget"  # how a budget refusal's reason starts
+FLASH = "flash budget"  # ... and a flash-budget refusal's
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class CodeSizes:
     """What a sizer measures on the optimized scratch module."""
     bytes: dict  # function -> code bytes (ELF symbol size)
     calls: dict  # function -> names of the defined functions it calls directly
+    data: int = 0  # bytes of initialized global data (constants, weights): flash too
 
     def reach(self, fn: str) -> set[str]:
         """`fn` and every function it reaches through direct calls."""
@@ -141,6 +143,7 @@ class Specialized:
     max_growth: float | None
     text: str  # the module after specialization (canonical IR text)
     sites: tuple[Site, ...]
+    flash_budget: int | None = None  # bytes of code + data the specialized build may take
 
     @property
     def clones(self) -> list[str]:
@@ -155,7 +158,7 @@ class Specialized:
     @property
     def refused_by_budget(self) -> int:
         """Call sites refused by the size budget (the others could not be specialized at all)."""
-        return sum(1 for s in self.sites if s.status == "refused" and s.reason.startswith(BUDGET))
+        return sum(1 for s in self.sites if s.status == "refused" and s.reason.startswith((BUDGET, FLASH)))
 
     @property
     def rounds(self) -> int:
@@ -166,7 +169,8 @@ class Specialized:
         return frozenset(_site_key(s.caller, s.callee, s.const) for s in self.sites if s.status == "refused")
 
     def log_json(self) -> str:
-        return json.dumps({"mode": self.mode, "max_growth": self.max_growth, "counts": self.counts(),
+        return json.dumps({"mode": self.mode, "max_growth": self.max_growth, "flash_budget": self.flash_budget,
+                           "counts": self.counts(),
                            "rounds": self.rounds, "clones": self.clones,
                            "sites": [asdict(s) for s in self.sites]},
                           indent=1, sort_keys=True) + "\n"
@@ -176,6 +180,8 @@ class Specialized:
         c = self.counts()
         budget = (f"max growth {self.max_growth:g}x (code bytes of a callee's clones vs the unspecialized callee's)"
                   if self.max_growth is not None else "no size budget")
+        if self.flash_budget is not None:
+            budget += f", flash budget {self.flash_budget} bytes (code + data)"
         out = [f"; specialization log: mode {self.mode}, {budget}",
                f"; {len(self.sites)} call sites with constant arguments: {c['kept']} kept, "
                f"{c['shared']} shared, {c['refused']} refused; {len(self.clones)} clones"]
@@ -204,7 +210,7 @@ class Specialized:
 def merge(rounds: list[Specialized]) -> Specialized:
     """Several rounds as one result: the last round's module, every round's call sites."""
     sites = tuple(s for r in rounds for s in r.sites)
-    return Specialized(rounds[-1].mode, rounds[-1].max_growth, rounds[-1].text, sites)
+    return Specialized(rounds[-1].mode, rounds[-1].max_growth, rounds[-1].text, sites, rounds[-1].flash_budget)
 
 
 def _site_key(caller: str, callee: str, const) -> tuple:
@@ -616,13 +622,34 @@ def _scratch(text: str, clones: list[_Clone], where: str) -> str:
     return str(mod)
 
 
+def _flash_refusals(sizes: CodeSizes, candidates: list, measured: dict, refused: dict, budget: int) -> None:
+    """Refuse clones, most added code first, until the scratch build's code + data fits `budget`.
+
+    The scratch build holds every candidate clone and every original callee, unrolled as the
+    variant's O2 unrolls, so its size is an upper bound of what the accepted clones give."""
+    dead = set().union(*(measured[c.name]["added"] for c in candidates if c.name in refused))
+    need = sizes.total(set(sizes.bytes) - dead) + sizes.data
+    order = sorted((c for c in candidates if c.name not in refused),
+                   key=lambda c: (-sizes.total(measured[c.name]["added"] - dead), c.name))
+    for c in order:
+        if need <= budget:
+            break
+        gone = measured[c.name]["added"] - dead
+        refused[c.name] = (f"{FLASH}: the build would need {need} bytes of flash > {budget} "
+                           f"(--flash-budget); this clone adds {sizes.total(gone)}")
+        need -= sizes.total(gone)
+        dead |= gone
+
+
 def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None,
-               sizer: SIZER | None = None, shapes: dict | None = None,
+               flash_budget: int | None = None, sizer: SIZER | None = None, shapes: dict | None = None,
                where: str = "module.ll", round: int = 1, first_number: int = 1,
                skip: frozenset = frozenset(), reserved: frozenset = frozenset()) -> Specialized:
     """Specialize every call site of `text` with constant arguments (see the module docstring).
 
-    sizer: module text -> {function: code bytes}, required with max_growth.
+    sizer: module text -> {function: code bytes}, required with max_growth or flash_budget.
+    flash_budget: bytes of code + initialized data the scratch build may reach; past it, the
+    clones that add the most code are refused first until it fits.
     shapes: global symbol -> (dtype, shape), to describe weights in the log.
     round, first_number, skip, reserved: for later rounds (see `merge`); `skip` holds the call
     sites refused before (Specialized.refused_keys), left alone and not logged again; `reserved`
@@ -656,9 +683,9 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
 
     measured: dict[str, dict] = {}  # clone -> its sizes for the log
     refused: dict[str, str] = {}
-    if max_growth is not None and candidates:
+    if (max_growth is not None or flash_budget is not None) and candidates:
         if sizer is None:
-            raise ValueError("max_growth needs a sizer")
+            raise ValueError("a size budget needs a sizer")
         sizes = sizer(_scratch(_apply(m, candidates, where), candidates, where))
         counted: dict[str, set] = {}  # callee -> functions its admitted clones added
         for c in candidates:
@@ -668,11 +695,16 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
             mine = sizes.total(new)
             total = sizes.total(counted.get(c.callee, set()) | new)
             measured[c.name] = dict(clone_bytes=mine, callee_bytes=theirs)
-            if total > max(max_growth * theirs, theirs + MIN_BUDGET_BYTES):
+            measured[c.name]["added"] = new
+            if max_growth is not None and total > max(max_growth * theirs, theirs + MIN_BUDGET_BYTES):
                 refused[c.name] = (f"{BUDGET}: clones of {quote(c.callee)} would add {total} bytes > "
                                    f"{max_growth:g} x its {theirs} bytes")
             else:
                 counted[c.callee] = counted.get(c.callee, set()) | new
+        if flash_budget is not None:
+            _flash_refusals(sizes, candidates, measured, refused, flash_budget)
+        for v in measured.values():
+            v.pop("added")
     accepted = [c for c in candidates if c.name not in refused]
     out = _apply(m, accepted, where) if accepted else m.text
 
@@ -691,4 +723,4 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
         else:
             sites.append(Site(**common, status="shared" if c.name in seen else "kept", clone=c.name, **sizes_of))
             seen.add(c.name)
-    return Specialized(mode, max_growth, out, tuple(sites))
+    return Specialized(mode, max_growth, out, tuple(sites), flash_budget)

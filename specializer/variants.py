@@ -44,14 +44,16 @@ from pathlib import Path
 import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 
-from . import codegen, ir, libjit, passes, relayout
+from . import codegen, ir, libjit, passes, relayout, zeroweights
 from .errors import UserError
 from .inputs import Model
+from .retarget import FLASH_BYTES
 from .specialize import CodeSizes, Specialized, merge, quote, specialize
 
 VARIANTS = ("separate", "lto", "llvm-funcspec", "dims", "all-args")
 DEFAULT_MAX_GROWTH = 2.0
 DEFAULT_ROUNDS = 8
+DEFAULT_FLASH_BUDGET = FLASH_BYTES - 64 * 1024  # the target's flash less room for harness, libc and libm
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class Options:
     unroll_threshold: int | None = None  # None: LLVM's default (150 at O2)
     rounds: int = DEFAULT_ROUNDS  # specialization rounds, constprop between them; stops early at no new clone
     pre_unroll: bool = False  # unroll loops in the constprop step too, not only in O2 (passes.constprop)
+    flash_budget: int | None = DEFAULT_FLASH_BUDGET  # code + data bytes the specialized build may take
 
 
 @dataclass(frozen=True)
@@ -186,11 +189,14 @@ def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = False
                         callees.add(target.name)
         calls[f.name] = sorted(callees)
     elf = ELFFile(io.BytesIO(codegen.emit_object(mod)))
-    sizes = {}
+    sizes, data = {}, 0
     for s in elf.get_section_by_name(".symtab").iter_symbols():
         if s["st_info"]["type"] == "STT_FUNC":
             sizes[s.name] = sizes.get(s.name, 0) + s["st_size"]
-    return CodeSizes(sizes, calls)
+        elif s["st_info"]["type"] == "STT_OBJECT" and isinstance(s["st_shndx"], int):
+            if elf.get_section(s["st_shndx"]).name.startswith((".rodata", ".data")):
+                data += s["st_size"]
+    return CodeSizes(sizes, calls, data)
 
 
 def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | None = None,
@@ -211,7 +217,7 @@ def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | Non
             passes.constprop(mod, threshold, options.pre_unroll)
             text = str(mod)
         number = sum(len(x.sites) for x in rounds) + 1
-        spec = specialize(text, mode, max_growth=options.max_growth,
+        spec = specialize(text, mode, max_growth=options.max_growth, flash_budget=options.flash_budget,
                           sizer=lambda t: code_sizes(t, threshold, options.pre_unroll), shapes=shapes, where=where,
                           round=r, first_number=number, skip=skip,
                           reserved=frozenset(c for x in rounds for c in x.clones))
@@ -224,6 +230,45 @@ def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | Non
 
 
 # --------------------------------------------------------------------------- the builds
+
+
+@dataclass
+class Optimized:
+    """One variant's module after its whole optimization (what its object is emitted from)."""
+    module: llvm.ModuleRef
+    linked: str  # the linked module the specializer saw (text)
+    spec: Specialized | None = None  # dims / all-args: the specialization rounds
+    relaid: tuple = ()  # all-args: weights re-laid out (relayout.py)
+    zero_weights: int = 0  # all-args: multiply-adds by a constant zero dropped (zeroweights.py)
+
+    def log_text(self) -> str:
+        head = "".join(f"; {r.log_line()}\n" for r in self.relaid)
+        if self.zero_weights:
+            head += (f"; zero weights: {self.zero_weights} multiply-adds by a constant 0.0 dropped "
+                     "(zeroweights.py)\n")
+        return head + self.spec.log_text()
+
+
+def optimized(model: Model, variant: str, options: Options = Options()) -> Optimized:
+    """The optimized module of one of the linked variants (every variant but `separate`)."""
+    text, relaid = (relayout.relayout(model.text) if variant == "all-args" else (None, ()))
+    mod = linked(model, text)
+    linked_text = str(mod)
+    if variant in ("lto", "llvm-funcspec"):
+        passes.optimize(mod, funcspec=variant == "llvm-funcspec")
+        return Optimized(mod, linked_text)
+    threshold = options.unroll_threshold
+    spec = specialize_rounds(linked_text, variant, options, model.shapes, f"{model.path.name} ({variant})")
+    mod = ir.parse(spec.text, "specialized.ll")
+    passes.constprop(mod, threshold, options.pre_unroll)
+    passes.optimize(mod, threshold)
+    dropped = 0
+    if variant == "all-args":  # zero weights are visible once O2 has unrolled and folded the loads
+        text, dropped = zeroweights.fold(str(mod))
+        if dropped:
+            mod = ir.parse(text, "optimized.ll")
+            passes.cleanup(mod)
+    return Optimized(mod, linked_text, spec, tuple(relaid), dropped)
 
 
 def build(model: Model, variant: str, out_dir: Path, options: Options = Options()) -> Build:
@@ -240,24 +285,16 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
         objs = (_emit(mod, out_dir / "model.o"), _emit(lib, out_dir / "libjit.o", data_sections=True))
         return Build(variant, out_dir, objs)
 
-    text, relaid = (relayout.relayout(model.text) if variant == "all-args" else (None, ()))
-    mod = linked(model, text)
-    _write(out_dir / "linked.ll", str(mod))
-    if variant in ("lto", "llvm-funcspec"):
-        passes.optimize(mod, funcspec=variant == "llvm-funcspec")
-        _write(out_dir / "optimized.ll", str(mod))
-        return Build(variant, out_dir, (_emit(mod, out_dir / "model.o"),))
-
-    threshold = options.unroll_threshold
-    spec = specialize_rounds(str(mod), variant, options, model.shapes, f"{model.path.name} ({variant})")
-    _write(out_dir / "specialized.ll", spec.text)
-    head = "".join(f"; {r.log_line()}\n" for r in relaid)
-    _write(out_dir / "specialization.log", head + spec.log_text())
-    _write(out_dir / "specialization.json", spec.log_json())
-    if relaid:
-        _write(out_dir / "relayout.json", json.dumps([asdict(r) for r in relaid], indent=1, sort_keys=True) + "\n")
-    mod = ir.parse(spec.text, "specialized.ll")
-    passes.constprop(mod, threshold, options.pre_unroll)
-    passes.optimize(mod, threshold)
+    o = optimized(model, variant, options)
+    _write(out_dir / "linked.ll", o.linked)
+    if o.spec is None:
+        _write(out_dir / "optimized.ll", str(o.module))
+        return Build(variant, out_dir, (_emit(o.module, out_dir / "model.o"),))
+    _write(out_dir / "specialized.ll", o.spec.text)
+    _write(out_dir / "specialization.log", o.log_text())
+    _write(out_dir / "specialization.json", o.spec.log_json())
+    if o.relaid:
+        _write(out_dir / "relayout.json", json.dumps([asdict(r) for r in o.relaid], indent=1, sort_keys=True) + "\n")
+    mod, spec = o.module, o.spec
     _write(out_dir / "optimized.ll", str(mod))
     return Build(variant, out_dir, (_emit(mod, out_dir / "model.o"),), spec)

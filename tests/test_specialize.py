@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from specializer import codegen, passes, variants
+from specializer import codegen, passes, variants, zeroweights
 from specializer.errors import UserError
 from specializer.specialize import CodeSizes, specialize
 
@@ -44,18 +44,28 @@ def case_options(case: Path) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--constprop", action="store_true")
     p.add_argument("--constprop-unroll", action="store_true")
+    p.add_argument("--zero-weights", action="store_true")
+    p.add_argument("--flash-budget", type=int, default=variants.DEFAULT_FLASH_BUDGET)
     return p.parse_args(shlex.split(line.split(":", 1)[1]))
 
 
 def run_case(case: Path) -> tuple[str, str]:
     o = case_options(case)
-    opts = variants.Options(max_growth=o.max_growth, unroll_threshold=o.unroll_threshold, rounds=o.rounds)
+    opts = variants.Options(max_growth=o.max_growth, unroll_threshold=o.unroll_threshold, rounds=o.rounds,
+                            flash_budget=o.flash_budget)
     spec = variants.specialize_rounds(case.read_text(), o.mode, opts, where=case.name)
     text = spec.text
     if o.constprop or o.constprop_unroll:
         mod = codegen.parse(text, case.name)
         passes.constprop(mod, o.unroll_threshold, unroll=o.constprop_unroll)
         text = str(mod)
+    if o.zero_weights:
+        text, dropped = zeroweights.fold(text)
+        mod = codegen.parse(text, case.name)
+        passes.cleanup(mod)
+        text = str(mod)
+        want = next(ln for ln in case.read_text().splitlines() if ln.startswith("; DROPPED:"))
+        assert dropped == int(want.split(":")[1])
     return text, spec.log_text()
 
 
