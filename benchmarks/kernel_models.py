@@ -1,0 +1,85 @@
+"""One model per kernel shape for scripts/kernel_benchmark.py: each is a single dot or
+convolution (no bias, no activation), so its est. cycles are the kernel's own. Fixed seeds.
+
+`dense_pruned_<pct>` are the same 1x256 -> 256 dense layer with <pct>% of the weights
+magnitude-pruned to zero, for the sparsity sweep."""
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+DN = ("NHWC", "HWIO", "NHWC")
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+def _w(rng, *shape):
+    return (rng.normal(size=shape) / np.sqrt(np.prod(shape[:-1]))).astype(np.float32)
+
+
+def _x(rng, *shape):
+    return rng.normal(size=shape).astype(np.float32)
+
+
+def dense_m1(x, w):
+    return x @ w
+
+
+def dense_m8(x, w):
+    return x @ w
+
+
+def conv1x1(x, w):
+    return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=DN)
+
+
+def conv3x3(x, w):
+    return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=DN)
+
+
+def depthwise3x3(x, w):
+    return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=DN,
+                                    feature_group_count=x.shape[-1])
+
+
+_r = _rng(11)
+dense_m1.example_inputs = {"x": _x(_r, 1, 256)}
+dense_m1.weights = {"w": _w(_r, 256, 256)}
+dense_m8.example_inputs = {"x": _x(_r, 8, 128)}
+dense_m8.weights = {"w": _w(_r, 128, 128)}
+conv1x1.example_inputs = {"x": _x(_r, 1, 16, 16, 32)}
+conv1x1.weights = {"w": _w(_r, 1, 1, 32, 32)}
+conv3x3.example_inputs = {"x": _x(_r, 1, 12, 12, 16)}
+conv3x3.weights = {"w": _w(_r, 3, 3, 16, 16)}
+depthwise3x3.example_inputs = {"x": _x(_r, 1, 24, 24, 32)}
+depthwise3x3.weights = {"w": _w(_r, 3, 3, 1, 32)}
+
+KERNELS = {  # name -> (what, MACs)
+    "dense_m1": ("dense 1x256 · 256x256", 256 * 256),
+    "dense_m8": ("dense 8x128 · 128x128", 8 * 128 * 128),
+    "conv1x1": ("conv 1x1, 16x16x32 -> 32", 16 * 16 * 32 * 32),
+    "conv3x3": ("conv 3x3 SAME, 12x12x16 -> 16", 12 * 12 * 16 * 16 * 9),
+    "depthwise3x3": ("depthwise 3x3 SAME, 24x24x32", 24 * 24 * 32 * 9),
+}
+
+SPARSITIES = (0, 50, 70, 80, 90, 95)
+
+
+def _pruned(pct):
+    def dense_pruned(x, w):
+        return x @ w
+
+    r = _rng(12)
+    w = _w(r, 256, 256)
+    if pct:
+        cut = np.quantile(np.abs(w), pct / 100)
+        w = np.where(np.abs(w) > cut, w, 0.0).astype(np.float32)
+    dense_pruned.example_inputs = {"x": _x(r, 1, 256)}
+    dense_pruned.weights = {"w": w}
+    dense_pruned.__name__ = f"dense_pruned_{pct}"
+    return dense_pruned
+
+
+for _p in SPARSITIES:
+    globals()[f"dense_pruned_{_p}"] = _pruned(_p)
