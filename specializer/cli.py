@@ -31,7 +31,7 @@ def _table(rows: list) -> str:
     headers = ["model", "result", "max abs err", "max rel err", ".text", ".rodata", ".data", ".bss",
                "instructions", "est. cycles"]
     body = [[r.model, r.status, f"{r.max_abs_err:.2e}", f"{r.max_rel_err:.2e}", r.text, r.rodata, r.data,
-             r.bss, r.insns, r.cycles] for r in rows]
+             r.bss, r.insns, "n/a" if r.cycles is None else r.cycles] for r in rows]
     note = ("sizes: bytes of the model in the ELF; instructions: QEMU-counted (TCG plugin), entry call only; "
             "cycles: TRM-weighted estimate")
     return tabulate(body, headers=headers, tablefmt="github") + "\n" + note
