@@ -52,8 +52,9 @@ COSTS = (
          "0 after a 16-bit instruction of the same block, else 1"),
     Cost("branch", "B, BL, BLX, BX, CBZ, CBNZ; MOV/ADD/LDR/POP/LDM writing PC", "1+P taken, 1 not taken",
          "1 (+P when taken; LDR/POP/LDM: their load cost +P)"),
-    Cost("everything else: ALU, shifts, MUL, MLA, MLS, long multiply, SIMD/saturating, "
-         "VADD, VSUB, VMUL, VNMUL, VCVT, VCMP, VMOV, VMRS, barriers", "", "1", "1"),
+    Cost("everything else", "MOV, ADD, SUB, logic, shifts, compare, MUL, MLA, MLS, long multiply, SIMD, "
+         "saturating, bit field, extend; VADD, VSUB, VMUL, VNMUL, VABS, VNEG, VCVT, VCMP, VMOV, VMRS; "
+         "DMB/DSB/ISB", "1 (barriers 1+B)", "1"),
 )
 
 

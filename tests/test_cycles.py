@@ -215,3 +215,11 @@ def test_cost_table_lists_every_class():
     charged = {c.klass for c in cycles.COSTS}
     assert len(charged) == len(cycles.COSTS) >= 10
     assert all(c.cycles and c.model for c in cycles.COSTS)
+
+
+def test_readme_documents_the_cost_table():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for c in cycles.COSTS:
+        assert f"| {c.klass} | {c.forms} | {c.cycles} | {c.model} |" in readme, c.klass
