@@ -21,7 +21,7 @@ from .errors import UserError
 class Metric:
     name: str  # used in --fail-on
     header: str  # column title
-    keys: tuple[str, ...]  # row fields that hold it, first present wins (older reports name it otherwise)
+    keys: tuple[str, ...]  # row fields that hold it; the first both reports have is compared
 
 
 # Data-driven: a metric a report lacks shows as n/a and is never a regression.
@@ -84,14 +84,17 @@ def parse_fail_on(text: str) -> tuple[Threshold, ...]:
 @dataclass(frozen=True)
 class Entry:
     status: str  # pass | FAIL | not run | error (the model did not build)
-    values: dict  # metric name -> number or None
+    values: dict  # row field (every Metric.keys) -> number or None
 
 
 @dataclass(frozen=True)
 class Report:
     path: Path
     models: dict  # model -> {variant -> Entry}, in report order
-    metrics: frozenset  # metric names any row of the report has
+    keys: frozenset  # row fields (of Metric.keys) any row of the report has
+
+    def has(self, m: Metric) -> bool:
+        return any(k in self.keys for k in m.keys)
 
 
 def load(path: Path) -> Report:
@@ -114,12 +117,10 @@ def load(path: Path) -> Report:
             if not isinstance(r, dict) or "variant" not in r:
                 raise UserError(f"{path}: model '{name}': a variant row without 'variant'")
             values = {}
-            for m in METRICS:
-                key = next((k for k in m.keys if k in r), None)
-                if key is not None:
-                    present.add(m.name)
-                v = r.get(key) if key else None
-                values[m.name] = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+            for k in (k for m in METRICS for k in m.keys):
+                present.update([k] if k in r else [])
+                v = r.get(k)
+                values[k] = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
             rows[r["variant"]] = Entry(str(r.get("status", "?")), values)
     for name in failed:
         models.setdefault(name, {})
@@ -192,6 +193,9 @@ def _ok(status: str) -> bool:
 
 
 def compare(base: Report, new: Report, thresholds: tuple[Threshold, ...] = ()) -> Diff:
+    # per metric, the first field both reports have: a renamed or redefined metric (size -> flash)
+    # is compared like for like, never one report's old field against the other's new one
+    keys = {m.name: next((k for k in m.keys if k in base.keys and k in new.keys), None) for m in METRICS}
     rows, added, removed = [], [], []
     for model, bv in base.models.items():
         if model not in new.models:
@@ -205,16 +209,16 @@ def compare(base: Report, new: Report, thresholds: tuple[Threshold, ...] = ()) -
             if variant not in nv:
                 removed.append(f"{model}/{variant}")
                 continue
-            rows.append(_row(model, variant, b, nv[variant], thresholds))
+            rows.append(_row(model, variant, b, nv[variant], thresholds, keys))
         added += [f"{model}/{v}" for v in nv if v not in bv]
     added += [m for m in new.models if m not in base.models]
     unchecked = tuple(str(t) for t in thresholds
-                      if t.metric not in base.metrics or t.metric not in new.metrics)
+                      if not (base.has(_BY_NAME[t.metric]) and new.has(_BY_NAME[t.metric])))
     return Diff(base, new, tuple(rows), tuple(added), tuple(removed), thresholds, unchecked)
 
 
-def _row(model: str, variant: str, b: Entry, n: Entry, thresholds) -> RowDiff:
-    changes = tuple(Change(m.name, b.values[m.name], n.values[m.name]) for m in METRICS)
+def _row(model: str, variant: str, b: Entry, n: Entry, thresholds, keys: dict) -> RowDiff:
+    changes = tuple(Change(m.name, b.values.get(keys[m.name]), n.values.get(keys[m.name])) for m in METRICS)
     why = []
     if _ok(b.status) and not _ok(n.status):
         why.append(f"result {b.status} -> {n.status}")

@@ -192,3 +192,18 @@ def test_ci_workflow():
     wf = yaml.safe_load(text)
     steps = [s for job in wf["jobs"].values() for s in job["steps"]]
     assert any("scripts/benchmark.py" in s.get("run", "") for s in steps)
+
+
+def test_metric_compared_under_the_field_both_reports_have(tmp_path, base, capsys):
+    """A report whose rows add 'flash' (a wider definition) is compared on 'size' with an older one."""
+    new = copy.deepcopy(base)
+    for m in new["models"]:
+        for r in m["variants"]:
+            r["flash"] = r["size"] + 5000
+    a, b = _write(tmp_path, "a.json", base), _write(tmp_path, "b.json", new)
+    code, out, _ = run(capsys, "diff", a, b, "--fail-on", "flash:+1%")
+    assert code == 0 and "0 regression(s)" in out
+    more = copy.deepcopy(new)
+    more["models"][0]["variants"][0]["flash"] += 1000
+    code, out, _ = run(capsys, "diff", b, _write(tmp_path, "c.json", more), "--fail-on", "flash:+1%")
+    assert code == 1 and "mlp/separate: flash 6,200 -> 7,200" in out
