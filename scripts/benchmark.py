@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     from specializer import libjit
 
     env = {"llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info)),
-           "python": platform.python_version(), "cmsis_nn": libjit.build().cmsis_nn}
+           "python": ".".join(platform.python_version_tuple()[:2]), "cmsis_nn": libjit.build().cmsis_nn}
     print(f"libjit built with CMSIS-NN: {env['cmsis_nn']}")
     md = ["# Variants: separate, lto, llvm-funcspec, dims, all-args", "",
           "Every bundled example, captured, built five ways, run on QEMU `mps2-an386` (Cortex-M4F) "

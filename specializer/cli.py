@@ -17,6 +17,9 @@ specialize [--all-args] FILE.ll -S -o OUT  write the optimized specialized modul
 specialize run DIR/model.ll                build (link + O2) for Cortex-M4, run on QEMU, print one row
 specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.ll + DIR/model.json
 specialize examples [NAME ...]             capture and run the bundled example models
+specialize diff BASE.json NEW.json         compare two reports (flash, RAM, instructions, est. cycles);
+                                           --fail-on cycles:+2%,flash:+1% exits 1 on a regression
+specialize --version                       print the version
 
 FILE.ll: a captured model.ll (model.json next to it), or an XLA CPU kernel dump *.ir-no-opt.ll
 (sizes only: it has no inputs to run). 'specialize FILE.ll --help' lists the options.
@@ -28,7 +31,7 @@ def _table(rows: list) -> str:
     headers = ["model", "result", "max abs err", "max rel err", ".text", ".rodata", ".data", ".bss",
                "instructions", "est. cycles"]
     body = [[r.model, r.status, f"{r.max_abs_err:.2e}", f"{r.max_rel_err:.2e}", r.text, r.rodata, r.data,
-             r.bss, r.insns, r.cycles] for r in rows]
+             r.bss, r.insns, "n/a" if r.cycles is None else r.cycles] for r in rows]
     note = ("sizes: bytes of the model in the ELF; instructions: QEMU-counted (TCG plugin), entry call only; "
             "cycles: TRM-weighted estimate")
     return tabulate(body, headers=headers, tablefmt="github") + "\n" + note
@@ -249,12 +252,72 @@ def _examples(argv: list[str]) -> int:
     return 0 if all(r.status == "pass" for r in rows) else 1
 
 
+DIFF_EPILOG = """\
+BASE.json, NEW.json: reports as scripts/benchmark.py writes them (reports/variants.json) or as
+'specialize --json' prints them. Every model and variant in both is compared: the change of
+flash, RAM, instructions and est. cycles in percent ('=' unchanged, n/a where a report lacks
+the metric). Models and variants only one report has are listed, not compared.
+
+exit status: 0 no regression; 1 a regression: a metric over its --fail-on limit, or a variant
+that passed in BASE and fails (or no longer builds) in NEW; 2 bad input (one line on stderr).
+"""
+
+
+def _diff(argv: list[str]) -> int:
+    from . import diff
+
+    p = argparse.ArgumentParser(prog="specialize diff", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=DIFF_EPILOG,
+                                description="Compare two comparison reports per model and variant; fail on "
+                                            "a regression (for CI).")
+    p.add_argument("base", metavar="BASE.json", help="the baseline report, e.g. the committed reports/variants.json")
+    p.add_argument("new", metavar="NEW.json", help="the report to check")
+    p.add_argument("--fail-on", metavar="LIST", default="", help=diff.FAIL_ON_HELP)
+    p.add_argument("--format", choices=["text", "md", "json"], default="text",
+                   help="plain-text table (default), Markdown (a CI job summary) or JSON (every value)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    a = p.parse_args(argv)
+    thresholds = diff.parse_fail_on(a.fail_on) if a.fail_on.strip() else ()
+    d = diff.compare(diff.load(Path(a.base)), diff.load(Path(a.new)), thresholds)
+    text = json.dumps(diff.as_dict(d), indent=1, sort_keys=True) + "\n" if a.format == "json" \
+        else diff.render(d, a.format)
+    if a.output:
+        Path(a.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 1 if d.regressed else 0
+
+
+def _version() -> str:
+    """The package's version and the pinned versions its output depends on (as LLVM tools print theirs)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import llvmlite.binding as llvm
+
+    from . import __version__
+
+    def v(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    llvm_v = ".".join(map(str, llvm.llvm_version_info))
+    return (f"specialize {__version__}\n"
+            f"  llvmlite {v('llvmlite')} (LLVM {llvm_v}), jax {v('jax')}, jaxlib {v('jaxlib')}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in ("-h", "--help"):
         print(USAGE, end="")
         return 0
+    if argv and argv[0] == "--version":
+        print(_version(), end="")
+        return 0
     try:
+        if argv and argv[0] == "diff":
+            return _diff(argv[1:])
         if argv and argv[0] == "capture":
             return _capture(argv[1:])
         if argv and argv[0] == "examples":

@@ -35,7 +35,8 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
             profile.write(profile.function_profile(m.firmware.elf, m.result.profile), b.dir)
         r = m.row
         rows.append(VariantRow(v, r.status, r.text, r.rodata, r.data, r.bss, r.insns,
-                               r.cycles if method == "plugin" else None, r.max_abs_err, r.max_rel_err, **spec))
+                               r.cycles if method == "plugin" else None, r.max_abs_err, r.max_rel_err,
+                               rtol=model.manifest.rtol, **spec))
     opts = asdict(options) | {"method": method}
     c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None)
     (out_dir / "report.md").write_text(report.table(c) + "\n" + report.NOTE + "\n")

@@ -1,10 +1,20 @@
 """Cortex-M4 cycle estimate: QEMU-counted instructions weighted by the TRM's costs.
 
 QEMU models no timing, so this is an estimate, reported as "QEMU-counted instructions,
-TRM-weighted cycle estimate". Costs (Cortex-M4 TRM, no load pipelining assumed):
-LDR/STR/VLDR/VSTR 2; LDRD/STRD 3; LDM/STM/PUSH/POP/VLDM/VSTM/VPUSH/VPOP 1+N;
-MUL/MLA/SMLAD... 1; SDIV/UDIV 7 (the TRM gives 2-12; the middle is used); VMLA/VFMA 3;
-VDIV/VSQRT 14; everything else 1; a taken branch adds P = 2 (pipeline refill).
+TRM-weighted cycle estimate". Each executed instruction costs its class's cycles from the
+Cortex-M4 TRM (Table 3-1, processor instructions; Table 7-1, FPU instructions), zero wait
+states, no load pipelining assumed; `COSTS` is the table (the README prints it). A branch adds
+P = 2 (pipeline refill; the TRM gives 1-3) when it is taken.
+
+Taken-ness comes from the block's last instruction, decoded from its disassembly: QEMU ends a
+translation block at every branch, but also elsewhere (a 32-bit instruction crossing a 1 KiB
+page, a full block), so "the next block is not the fall-through" alone is no taken branch.
+- not a branch (does not write the PC): never taken;
+- an unconditional branch (B, BL, BLX, BX, TBB/TBH, POP/LDM with PC, LDR PC, MOV/ADD PC):
+  taken every time, even to the next address (the pipeline is refilled all the same);
+- a conditional branch (B<cond>, CBZ/CBNZ, or a PC write inside an IT block): taken as often
+  as the plugin saw the next block start elsewhere than at the branch's fall-through.
+IT folds into a preceding 16-bit instruction of the same block (0 cycles), else costs 1.
 """
 
 from __future__ import annotations
@@ -12,10 +22,40 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .qemu import Profile
+from .qemu import Block, Profile
 
-BRANCH_PENALTY = 2
+BRANCH_PENALTY = 2  # P
 _REGLIST = re.compile(r"\{([^}]*)\}")
+CONDS = frozenset("eq ne cs hs cc lo mi pl vs vc hi ls ge lt gt le".split())
+
+
+@dataclass(frozen=True)
+class Cost:
+    klass: str  # the TRM's instruction class
+    forms: str  # mnemonics it covers (as QEMU's disassembler prints them)
+    cycles: str  # the TRM's cycles, N = registers in the list (a D register counts 2), P = refill
+    model: str  # what the estimate charges
+
+
+# The cost table, first match wins (order matters: VLDM before VLDR, LDRD before LDR).
+COSTS = (
+    Cost("load/store multiple, push/pop", "LDM, STM, PUSH, POP, VLDM, VSTM, VPUSH, VPOP", "1+N", "1+N"),
+    Cost("load/store double", "LDRD, STRD", "1+N", "3"),
+    Cost("load/store (any width, exclusive)", "LDR*, STR*, VLDR, VSTR", "2", "2"),
+    Cost("table branch", "TBB, TBH", "2+P", "2+P"),
+    Cost("divide", "SDIV, UDIV", "2-12", "7 (the middle)"),
+    Cost("FP divide, square root", "VDIV, VSQRT", "14", "14"),
+    Cost("FP multiply-accumulate (chained and fused)",
+         "VMLA, VMLS, VNMLA, VNMLS, VFMA, VFMS, VFNMA, VFNMS", "3", "3"),
+    Cost("FP move of two core registers", "VMOV Rt, Rt2, Dm / Sm, Sm1 (and back)", "2", "2"),
+    Cost("if-then", "IT", "1, or 0 folded into a preceding 16-bit instruction",
+         "0 after a 16-bit instruction of the same block, else 1"),
+    Cost("branch", "B, BL, BLX, BX, CBZ, CBNZ; MOV/ADD/LDR/POP/LDM writing PC", "1+P taken, 1 not taken",
+         "1 (+P when taken; LDR/POP/LDM: their load cost +P)"),
+    Cost("everything else", "MOV, ADD, SUB, logic, shifts, compare, MUL, MLA, MLS, long multiply, SIMD, "
+         "saturating, bit field, extend; VADD, VSUB, VMUL, VNMUL, VABS, VNEG, VCVT, VCMP, VMOV, VMRS; "
+         "DMB/DSB/ISB", "1 (barriers 1+B)", "1"),
+)
 
 
 def _list_words(text: str) -> int:
@@ -34,23 +74,103 @@ def _list_words(text: str) -> int:
     return n
 
 
+def _split(text: str) -> tuple[str, str]:
+    """(base mnemonic without .w/.f32 suffixes, lower case; operands)."""
+    mnem, _, ops = text.strip().partition(" ")
+    return mnem.lower().split(".")[0], ops.strip().lower()
+
+
+def _registers(ops: str) -> list[str]:
+    m = _REGLIST.search(ops)
+    return [r.strip() for r in m.group(1).split(",")] if m else []
+
+
+def _is_it(base: str) -> bool:
+    return base.startswith("it") and len(base) <= 5 and set(base[2:]) <= {"t", "e"}
+
+
 def insn_cycles(text: str) -> int:
-    """Cycles of one instruction from its disassembly (taken-branch penalty excluded)."""
-    mnem = text.split()[0].lower() if text.split() else ""
-    base = mnem.split(".")[0]
+    """Cycles of one instruction from its disassembly (taken-branch penalty and IT folding excluded)."""
+    base, ops = _split(text)
     if base.startswith(("vldm", "vstm", "vpush", "vpop", "ldm", "stm", "push", "pop")):
-        return 1 + _list_words(text)
-    if base.startswith(("ldrd", "strd")):
+        return 1 + _list_words(ops)
+    if base in ("ldrd", "strd"):
         return 3
     if base.startswith(("ldr", "str", "vldr", "vstr")):
         return 2
-    if base.startswith(("sdiv", "udiv")):
+    if base in ("tbb", "tbh"):
+        return 2
+    if base in ("sdiv", "udiv"):
         return 7
-    if base.startswith(("vdiv", "vsqrt")):
+    if base in ("vdiv", "vsqrt"):
         return 14
-    if base.startswith(("vmla", "vmls", "vfma", "vfms", "vnmla", "vnmls", "vfnma", "vfnms")):
+    if base in ("vmla", "vmls", "vfma", "vfms", "vnmla", "vnmls", "vfnma", "vfnms"):
         return 3
+    if base == "vmov" and len(ops.split(",")) >= 3:  # to or from two core registers
+        return 2
     return 1
+
+
+NONE, ALWAYS, COND = "none", "always", "cond"
+
+
+def branch_kind(text: str, in_it: bool = False) -> str:
+    """Whether an instruction branches: never (NONE), every time (ALWAYS) or on a condition (COND).
+    in_it: the instruction is inside an IT block (QEMU's disassembly does not show its condition)."""
+    base, ops = _split(text)
+    first = ops.split(",")[0].strip()
+    if base in ("cbz", "cbnz"):
+        return COND
+    if base in ("b", "bl", "blx", "bx", "tbb", "tbh"):
+        kind = ALWAYS
+    elif base[:1] == "b" and base[1:] in CONDS or base[:2] == "bx" and base[2:] in CONDS \
+            or base[:3] == "blx" and base[3:] in CONDS or base[:2] == "bl" and base[2:] in CONDS:
+        return COND
+    elif base.startswith(("pop", "ldm")) and "pc" in _registers(ops):
+        kind = ALWAYS
+    elif first == "pc" and not base.startswith(("cmp", "cmn", "tst", "teq", "str", "push", "stm")):
+        kind = ALWAYS  # LDR pc, MOV pc, ADD pc, ...
+    else:
+        return NONE
+    return COND if in_it else kind
+
+
+def _it_covered(block: Block) -> list[bool]:
+    """Per instruction of the block: inside an IT block that starts in this block."""
+    covered, left = [], 0
+    for i in block.insns:
+        covered.append(left > 0)
+        left = max(left - 1, 0)
+        base, _ = _split(i.text)
+        if _is_it(base):
+            left = len(base) - 1
+    return covered
+
+
+def taken(block: Block) -> int:
+    """How often the block's last instruction was a taken branch."""
+    if not block.insns:
+        return 0
+    kind = branch_kind(block.insns[-1].text, _it_covered(block)[-1])
+    if kind == ALWAYS:
+        return block.execs
+    if kind == COND:
+        return min(block.taken, block.execs)  # the plugin's count of non-fall-through successors
+    return 0
+
+
+def block_cycles(block: Block) -> int:
+    """Estimated cycles of all executions of one translation block."""
+    per_exec = 0
+    prev = None
+    for i in block.insns:
+        base, _ = _split(i.text)
+        if _is_it(base):
+            per_exec += 0 if prev is not None and prev.size == 2 else 1  # folds into a 16-bit predecessor
+        else:
+            per_exec += insn_cycles(i.text)
+        prev = i
+    return block.execs * per_exec + taken(block) * BRANCH_PENALTY
 
 
 @dataclass(frozen=True)
@@ -60,7 +180,4 @@ class Estimate:
 
 
 def estimate(profile: Profile) -> Estimate:
-    cycles = 0
-    for b in profile.blocks:
-        cycles += b.execs * sum(insn_cycles(i.text) for i in b.insns) + b.taken * BRANCH_PENALTY
-    return Estimate(profile.insns, cycles)
+    return Estimate(profile.insns, sum(block_cycles(b) for b in profile.blocks))

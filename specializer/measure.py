@@ -26,7 +26,7 @@ class Row:
     data: int
     bss: int
     insns: int
-    cycles: int
+    cycles: int | None  # None with method="icount": the counter gives no per-instruction profile to weigh
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -118,7 +118,7 @@ def measure(objects: Path | list[Path], manifest: Manifest, workdir: Path, metho
         est = cycles.estimate(result.profile)
         insns, cyc = est.insns, est.cycles
     else:
-        insns, cyc = result.counter_insns, 0
+        insns, cyc = result.counter_insns, None
     row = Row(manifest.function, "pass" if ok else "FAIL", max_abs, max_rel,
               fw.model_sizes["text"], fw.model_sizes["rodata"], fw.model_sizes["data"],
               fw.model_sizes["bss"], insns, cyc)

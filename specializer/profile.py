@@ -16,7 +16,7 @@ from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
 
-from .cycles import BRANCH_PENALTY, insn_cycles
+from .cycles import block_cycles
 from .qemu import Profile
 
 UNKNOWN = "(no symbol)"
@@ -58,7 +58,7 @@ def function_profile(elf: Path, profile: Profile) -> list[FunctionCost]:
             start, size, name = -1, 0, UNKNOWN
         a = acc.setdefault(name, [size, 0, 0, 0])
         a[1] += b.execs * len(b.insns)
-        a[2] += b.execs * sum(insn_cycles(x.text) for x in b.insns) + b.taken * BRANCH_PENALTY
+        a[2] += block_cycles(b)
         if b.addr == start:
             a[3] += b.execs
     rows = [FunctionCost(n, *v) for n, v in acc.items()]

@@ -11,7 +11,8 @@ BASELINES = ("separate", "lto")  # every row's deltas are shown against both
 PAIR = ("all-args", "dims")  # and all-args against dims, the comparison the product is about
 NOTE = ("size: .text + .rodata bytes of the model and the kernel library code it uses (all objects, "
         "after --gc-sections); instructions: QEMU-counted (TCG plugin), entry call only; "
-        "est. cycles: TRM-weighted estimate; vs X: ratio to variant X (JSON: ratio and percent change)")
+        "est. cycles: TRM-weighted estimate; vs X: ratio to variant X (JSON: ratio and percent change); "
+        "rel err: max relative error against JAX within the model's tolerance (<=) or not (>)")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,14 @@ class VariantRow:
     max_rel_err: float | None = None
     clones: int | None = None  # specialized variants: clones made
     refused: int | None = None  # ... and call sites the size budget refused
+    rtol: float | None = None  # the manifest's relative tolerance the errors were judged by
+
+    def error_check(self) -> dict:
+        """What reports keep of the errors: within the tolerance or not, and the tolerance. The digits
+        depend on the host CPU that computed JAX's reference (and sit near decade boundaries, so no
+        rounding is stable either); they stay in the row, out of tables and JSON."""
+        within = None if self.max_rel_err is None or self.rtol is None else self.max_rel_err <= self.rtol
+        return {"rtol": self.rtol, "within_rtol": within}
 
     @property
     def size(self) -> int:
@@ -86,6 +95,9 @@ class Comparison:
         rows = []
         for r in self.rows:
             d = asdict(r)
+            for k in ("max_abs_err", "max_rel_err"):  # host-dependent digits: see VariantRow.error_check
+                del d[k]
+            d |= r.error_check()
             d["size"] = r.size
             d["cycles_per_mac"] = self.per_mac(r)
             for b in BASELINES:
@@ -111,12 +123,13 @@ def table(c: Comparison, title: bool = True) -> str:
     from tabulate import tabulate
 
     headers = ["variant", "result", ".text", ".rodata", "size", "vs separate", "vs lto", "instructions",
-               "est. cycles", "vs separate", "vs lto", "max rel err", "clones (refused)"]
+               "est. cycles", "vs separate", "vs lto", "rel err", "clones (refused)"]
     body = []
     for r in c.rows:
         d, dl = c.deltas(r), c.deltas(r, "lto")
         spec = "-" if r.clones is None else f"{r.clones} ({r.refused})"
-        err = "-" if r.max_rel_err is None else f"{r.max_rel_err:.2e}"
+        within = r.error_check()["within_rtol"]
+        err = "-" if within is None else f"{'<=' if within else '>'} {r.rtol:g}"
         body.append([r.variant, r.status, r.text, r.rodata, r.size, _fmt_delta(d["size"]), _fmt_delta(dl["size"]),
                      _num(r.insns), _num(r.cycles), _fmt_delta(d["cycles"]), _fmt_delta(dl["cycles"]), err, spec])
     out = tabulate(body, headers=headers, tablefmt="github", disable_numparse=True,

@@ -27,6 +27,19 @@ def test_plugin_and_icount_counter_agree(name, captured, tmp_path):
     plugin, _ = run_model(c.model_ll, tmp_path / "plugin", method="plugin")
     counter, _ = run_model(c.model_ll, tmp_path / "icount", method="icount")
     assert plugin.insns == counter.insns
+    # the counter gives no profile to weigh: no cycle figure rather than a made-up 0
+    assert counter.cycles is None and plugin.cycles >= plugin.insns
+
+
+def test_run_icount_prints_na_cycles(captured, capsys):
+    from specializer import cli
+
+    assert cli.main(["run", str(captured("quadratic").model_ll), "--method", "icount"]) == 0
+    out = capsys.readouterr().out
+    header, _, row = out.splitlines()[:3]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert header.split("|")[-2].strip() == "est. cycles" and cells[-1] == "n/a"
+    assert int(cells[-2]) > 0  # the instructions are counted
 
 
 def test_runs_are_deterministic(captured, tmp_path):

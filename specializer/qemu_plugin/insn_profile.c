@@ -12,10 +12,18 @@
  *
  * Per TB, keyed by (vaddr, number of instructions) because icount mode may
  * retranslate a shorter TB at the same address: executions while counting,
- * and "taken": when a TB begins executing while counting and the previously
- * executed TB did not end where this one starts, the previous TB's last
- * instruction was a taken branch, so the previous TB's taken count goes up.
- * A branch from the last counted TB to the `stop` TB counts too.
+ * and "taken": how often the next TB to execute did not start where this TB
+ * ends (the last TB counted is compared with the `stop` TB too).  That is a
+ * taken branch only if the TB's last instruction is a conditional branch:
+ * QEMU also ends TBs that do not end in a branch, and an unconditional branch
+ * to the next address is still taken.  cycles.py decides from the
+ * instruction; this count answers "was the conditional branch taken".
+ *
+ * Instruction sizes come from the first halfword (Thumb: 0b11101, 0b11110,
+ * 0b11111 in its top five bits start a 32-bit instruction).  QEMU 7.2 reports
+ * the last instruction before a 32-bit instruction crossing a 1 KiB page 2
+ * bytes too large (its translator peeks at the next halfword, and the plugin
+ * API counts those bytes), which would misplace the TB's end.
  *
  * At exit, `out` gets (TBs with execs > 0, sorted by vaddr then ninsns):
  *
@@ -152,6 +160,19 @@ static void tb_exec(unsigned int vcpu_index, void *userdata)
     prev_tb = tb;
 }
 
+/* the true size of a Thumb instruction (see the header comment) */
+static uint32_t thumb_size(const struct qemu_plugin_insn *insn)
+{
+    uint32_t size = (uint32_t)qemu_plugin_insn_size(insn);
+    const uint8_t *p = qemu_plugin_insn_data(insn);
+    if (p == NULL || size < 2) {
+        return size;
+    }
+    uint32_t hw = (uint32_t)p[0] | ((uint32_t)p[1] << 8);
+    uint32_t want = (hw >> 11) >= 0x1D ? 4 : 2;
+    return want < size ? want : size;
+}
+
 static char *clean_disas(char *s)
 {
     /* one line, single spaces for tabs: the output is line-oriented */
@@ -190,7 +211,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         for (size_t i = 0; i < n; i++) {
             struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
             insns[i].vaddr = qemu_plugin_insn_vaddr(insn);
-            insns[i].size = (uint32_t)qemu_plugin_insn_size(insn);
+            insns[i].size = thumb_size(insn);
             insns[i].disas = clean_disas(qemu_plugin_insn_disas(insn));
         }
         rec->end = insns[n - 1].vaddr + insns[n - 1].size;

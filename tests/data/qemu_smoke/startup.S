@@ -4,6 +4,7 @@
  * the instruction counts are exact; main.c only formats and prints.
  *
  * Build variants (-D):  EXIT_CODE=n  exit code (default 0)
+ *                       WORK_S="f.S" work() from f.S instead of the counted loop
  *                       FAULT        execute `udf` at fault_insn after measuring
  *                       HANG         spin forever at hang_insn after measuring
  */
@@ -79,6 +80,10 @@ sys_exit:
     .global LOOP_ITERS_VALUE
     .equ  LOOP_ITERS_VALUE, LOOP_ITERS
 
+#ifdef WORK_S
+/* work() from another file: a hand-written sequence (tests/test_cycles.py) */
+#include WORK_S
+#else
 /* work(): 1 + 2*LOOP_ITERS + 1 instructions executed (= 2002 by default):
    ldr once, subs+bne per iteration, bx lr once. */
     .thumb_func
@@ -88,6 +93,7 @@ work:
 1:  subs  r0, r0, #1             /* LOOP_ITERS */
     bne   1b                     /* LOOP_ITERS (taken LOOP_ITERS-1 times) */
     bx    lr                     /* 1 */
+#endif
 
 /* calib(): a single instruction, to subtract the measuring overhead. */
     .thumb_func
