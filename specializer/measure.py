@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codegen, cycles, firmware, libjit, qemu
+from . import codegen, cycles, firmware, irtext, libjit, qemu, triples
 from .errors import UserError
 from .manifest import Manifest
 from .retarget import TRIPLE
@@ -34,10 +34,14 @@ class Row:
 
 def compile_model(model_ll: Path, workdir: Path) -> Path:
     """model.ll + libjit bitcode -> one optimized Thumb object (LLVM -O2)."""
-    mod = codegen.parse(Path(model_ll).read_text(), str(model_ll))
-    if mod.triple not in (TRIPLE, "thumbv7em-none-eabihf"):
-        raise UserError(f"{model_ll}: target triple is '{mod.triple}', expected {TRIPLE} "
-                        "(capture a model with 'specialize capture')")
+    text = irtext.read(model_ll)
+    irtext.check_not_empty(text, str(model_ll))
+    mod = codegen.parse_input(text, str(model_ll))
+    irtext.check_defines(mod, str(model_ll))
+    problem = triples.problem(mod.triple)
+    if problem:
+        raise UserError(f"{model_ll}: {problem}; expected {TRIPLE} (capture a model with 'specialize capture')")
+    mod.triple = TRIPLE  # any spelling of it (thumbv7em-none-eabihf, armv7em-...) is ours
     lib = codegen.parse_bitcode(libjit.build().bitcode)
     mod = codegen.link([mod, lib])
     codegen.check_library_symbols(mod)
