@@ -18,7 +18,7 @@ import numpy as np
 from elftools.elf.elffile import ELFFile
 
 from .errors import UserError
-from .manifest import Manifest, Tensor
+from .manifest import Manifest, Tensor, np_dtype
 from .tools import find_tool
 
 GCC_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O2",
@@ -65,7 +65,7 @@ SECTIONS
 
 
 def _c_array(name: str, t: Tensor, values: np.ndarray) -> str:
-    raw = np.ascontiguousarray(values, dtype=t.dtype).tobytes()
+    raw = np.ascontiguousarray(values, dtype=np_dtype(t.dtype)).tobytes()
     raw += b"\0" * (-len(raw) % 4)
     words = np.frombuffer(raw, dtype="<u4") if raw else np.zeros(1, "<u4")
     body = ",".join(f"0x{int(w):08x}u" for w in words)
@@ -76,7 +76,7 @@ def _tensor_row(t: Tensor, data_name: str) -> str:
     kind = "HARNESS_F32" if t.dtype == "float32" else "HARNESS_EXACT"
     count = int(np.prod(t.shape, dtype=np.int64))
     return (f"  {{(uint8_t *){t.symbol} + {t.offset}, {data_name}, {count}u, "
-            f"{np.dtype(t.dtype).itemsize}u, {kind}}},\n")
+            f"{np_dtype(t.dtype).itemsize}u, {kind}}},\n")
 
 
 def io_source(manifest: Manifest) -> str:
