@@ -193,13 +193,13 @@ def _specialize(argv: list[str]) -> int:
 
 def _emit(model, a, options) -> int:
     """One build of the selected mode, one artifact out (in the manner of opt -S / llc)."""
-    from . import codegen, ir, passes
+    from . import codegen, files, ir, passes
     from .variants import specialize_rounds, linked
 
     mod = linked(model)
     spec = specialize_rounds(str(mod), a.mode, options, model.shapes, f"{model.path.name} ({a.mode})")
     if a.log:
-        Path(a.log).write_text(spec.log_text())
+        files.write(Path(a.log), spec.log_text())
     if a.emit == "specialized-ll":
         data: str | bytes = spec.text
     else:
@@ -213,8 +213,7 @@ def _emit(model, a, options) -> int:
             raise UserError("--emit=obj needs -o FILE (an object file is not written to a terminal)")
         sys.stdout.write(data)
     else:
-        out = Path(a.output)
-        out.write_bytes(data) if isinstance(data, bytes) else out.write_text(data)
+        files.write(Path(a.output), data)
     return 0
 
 
