@@ -359,8 +359,9 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
         outputs.append(tensor(f"out{k}", io[f"out{k}"], sym, base + off))
     # Values near zero are compared against a tenth of the output's largest magnitude: long
     # float reductions summed in another order cancel differently, and only there.
-    floats = [np.abs(io[f"out{k}"]).max() for k in range(len(outputs)) if io[f"out{k}"].dtype.kind == "f"
-              and io[f"out{k}"].size]
+    # (over the finite values: NaN and inf are compared by position and sign)
+    finite = [o[np.isfinite(o)] for o in (io[f"out{k}"] for k in range(len(outputs))) if o.dtype.kind == "f"]
+    floats = [np.abs(o).max() for o in finite if o.size]
     atol = max([1e-6] + [float(np.float32(m * 0.1)) for m in floats])
     manifest = Manifest(function, entry_name, inputs, tuple(outputs), weights, meta["versions"], atol=atol)
     return str(linked), manifest

@@ -17,7 +17,7 @@ from . import codegen, intrinsics, ir, irtext, triples
 from .errors import UserError
 from .manifest import Manifest
 from .normalize import normalize
-from .retarget import TRIPLE, retarget, set_target
+from .retarget import TRIPLE, respell_target, retarget
 
 _TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.M)
 _XLA_MARKERS = ("%XLA_CPU_KernelCallFrame", '!"xla_dylib_index"', "!xla_cpu_memory_region_name")
@@ -68,7 +68,7 @@ def load(path: Path) -> Model:
     problem = triples.problem(triple)
     if problem is None:
         # any spelling of our target (thumbv7em-none-eabihf, armv7em-...) becomes the one we build for
-        return _thumb_module(path, text if triple == TRIPLE else set_target(text))
+        return _thumb_module(path, text if triple == TRIPLE else respell_target(text))
     looks_xla = path.name.endswith(".ir-no-opt.ll") or any(k in text for k in _XLA_MARKERS)
     if path.name.endswith(".ir-with-opt.ll"):
         raise UserError(f"{path}: XLA's optimized IR hard-codes x86-64 struct offsets; "

@@ -70,6 +70,14 @@ def set_target(text: str) -> str:
     return "\n".join(lines[:at] + [header.rstrip("\n")] + lines[at:])
 
 
+def respell_target(text: str) -> str:
+    """Our triple and datalayout for a module already for Cortex-M4 under another spelling, with
+    every line where it was: errors LLVM reports later must point into the user's file."""
+    text = re.sub(r'^target datalayout = "[^"]*"', "", text, flags=re.M)
+    return re.sub(r'^target triple = "[^"]*"', f'target datalayout = "{DATALAYOUT}" target triple = "{TRIPLE}"',
+                  text, count=1, flags=re.M)
+
+
 def retarget(text: str) -> str:
     text = _clean_attr_groups(set_target(text))
     text = _INVARIANT_LOAD.sub("", text)

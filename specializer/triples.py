@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # ARMv7E-M, Thumb or "ARM" spelling (M-profile runs Thumb only, so both mean the same code).
-OUR_ARCHS = frozenset({"thumbv7em", "armv7em", "thumbv7e-m", "armv7e-m"})
+OUR_ARCHS = frozenset({"thumbv7em", "armv7em"})
 HARD_FLOAT_EABI = frozenset({"eabihf", "gnueabihf", "musleabihf"})
 SOFT_FLOAT_EABI = frozenset({"eabi", "gnueabi", "musleabi"})
 _BARE_OS = frozenset({"none", "unknown", "elf"})
