@@ -8,6 +8,7 @@ the child's death with LLVM's own reason line.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import re
 import signal
@@ -43,6 +44,7 @@ def run(work: Callable[[], bytes | None], what: str) -> bytes:
         if pid == 0:  # child: never returns into the parent's code
             code = 0
             try:
+                faulthandler.disable()  # a crash here is reported by the parent, not dumped
                 os.dup2(err.fileno(), 2)
                 data = work()
                 out.write(data or b"")
