@@ -62,6 +62,9 @@ def _external_functions(mod, kernels_only: bool) -> tuple[str, ...]:
 def load(path: Path) -> Model:
     path = Path(path)
     text = irtext.read(path)
+    if path.name.endswith(".ir-with-opt.ll"):  # by its name, whatever it holds
+        raise UserError(f"{path}: XLA's optimized IR hard-codes x86-64 struct offsets; "
+                        "pass the matching *.ir-no-opt.ll instead")
     irtext.check_not_empty(text, str(path))
     m = _TRIPLE.search(text)
     triple = m.group(1) if m else ""
@@ -70,9 +73,6 @@ def load(path: Path) -> Model:
         # any spelling of our target (thumbv7em-none-eabihf, armv7em-...) becomes the one we build for
         return _thumb_module(path, text if triple == TRIPLE else respell_target(text))
     looks_xla = path.name.endswith(".ir-no-opt.ll") or any(k in text for k in _XLA_MARKERS)
-    if path.name.endswith(".ir-with-opt.ll"):
-        raise UserError(f"{path}: XLA's optimized IR hard-codes x86-64 struct offsets; "
-                        "pass the matching *.ir-no-opt.ll instead")
     if looks_xla:
         return _xla_kernels(path, text)
     # a syntax error is reported as such, with line and column; then the target

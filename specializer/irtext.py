@@ -100,13 +100,13 @@ def read(path: Path) -> str:
     return decode(data, str(path))
 
 
-_COMMENT = re.compile(r";[^\n]*")
-_HEADER = re.compile(r'^\s*(?:source_filename|target\s+(?:triple|datalayout))\s*=\s*"[^"]*"\s*$', re.M)
+# the first line that is neither blank, a comment, nor a header (found early in any real module)
+_CONTENT = re.compile(r'^[ \t\r\f]*(?!;|source_filename\s*=|target\s+(?:triple|datalayout)\s*=)\S', re.M)
 
 
 def check_not_empty(text: str, where: str) -> None:
     """An empty or comments-only module: say so before anything blames its triple."""
-    if not _HEADER.sub("", _COMMENT.sub("", text)).strip():
+    if not _CONTENT.search(text):
         raise UserError(f"{where}: empty module: no definitions, only comments or whitespace")
 
 

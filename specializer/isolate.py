@@ -14,6 +14,7 @@ import re
 import signal
 import sys
 import tempfile
+import warnings
 from typing import Callable
 
 from .errors import UserError
@@ -40,7 +41,12 @@ def run(work: Callable[[], bytes | None], what: str) -> bytes:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python warns about forking a process with threads (a test process that imported JAX):
+            # the child runs only LLVM on memory it owns and leaves with os._exit
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            pid = os.fork()
         if pid == 0:  # child: never returns into the parent's code
             code = 0
             try:

@@ -18,9 +18,12 @@ MAX_NESTING = 10_000
 _FOREIGN_INTRINSIC = re.compile(
     r"@llvm\.(x86|aarch64|ppc|amdgcn|r600|nvvm|wasm|riscv|hexagon|mips|s390|ve|loongarch|bpf|spv|dx|xcore)\.[\w.]+")
 _SCALABLE = re.compile(r"<\s*vscale\s+x\b")
-_FOREIGN_FLOAT = re.compile(r"\b(x86_fp80|ppc_fp128|x86_amx|x86_mmx)\b")
-_INLINE_ASM = re.compile(r"\basm\s+(?:(?:sideeffect|alignstack|inteldialect|unwind)\s+)*\"|^module\s+asm\b", re.M)
-_NESTED = re.compile(r"(?:[\[{<(]\s*(?:\d+\s+x\s+)?){64,}")
+# (no \b: a word-boundary test at every position costs seconds on a model with megabytes of weights)
+_FOREIGN_FLOAT = re.compile(r"(?<![\w.$])(x86_fp80|ppc_fp128|x86_amx|x86_mmx)(?![\w.$])")
+_INLINE_ASM = re.compile(r"(?<![\w.$\"])asm\s+(?:(?:sideeffect|alignstack|inteldialect|unwind)\s+)*\"|^module\s+asm\s", re.M)
+_NESTED = re.compile(r"[\[{<(](?:\s*(?:\d+\s+x\s+)?[\[{<(]){63,}")
+# a literal each match must contain: most modules skip the regex entirely
+_NEEDS = {"_FOREIGN_FLOAT": ("x86_", "ppc_fp128"), "_INLINE_ASM": ("asm",)}
 _ARCH_NAMES = {"x86": "x86", "aarch64": "AArch64", "ppc": "PowerPC", "amdgcn": "AMDGPU", "r600": "AMDGPU",
                "nvvm": "NVPTX", "wasm": "WebAssembly", "riscv": "RISC-V", "hexagon": "Hexagon",
                "mips": "MIPS", "s390": "SystemZ", "ve": "VE", "loongarch": "LoongArch", "bpf": "BPF",
@@ -37,7 +40,9 @@ def _comment_free(text: str, at: int) -> bool:
     return ";" not in text[start:at]
 
 
-def _first(pattern: re.Pattern, text: str) -> re.Match | None:
+def _first(pattern: re.Pattern, text: str, needs: tuple[str, ...] = ()) -> re.Match | None:
+    if needs and not any(n in text for n in needs):
+        return None
     return next((m for m in pattern.finditer(text) if _comment_free(text, m.start())), None)
 
 
@@ -51,11 +56,11 @@ def check(text: str, where: str) -> None:
     if m:
         raise UserError(f"{where}:{_line(text, m.start())}: scalable vector type (<vscale x ...>): "
                         "Cortex-M4 has no scalable vectors")
-    m = _first(_FOREIGN_FLOAT, text)
+    m = _first(_FOREIGN_FLOAT, text, _NEEDS["_FOREIGN_FLOAT"])
     if m:
         raise UserError(f"{where}:{_line(text, m.start())}: type {m.group(1)} exists only on another "
                         "architecture; Cortex-M4 cannot build it")
-    m = _first(_INLINE_ASM, text)
+    m = _first(_INLINE_ASM, text, _NEEDS["_INLINE_ASM"])
     if m:
         raise UserError(f"{where}:{_line(text, m.start())}: inline assembly is not supported "
                         "(objects are emitted without an assembler; llvmlite has none for ARM)")
