@@ -20,7 +20,8 @@ import numpy as np
 
 from . import codegen, entry, fminmax, intrinsics, libcalls, memplan, xla_executable as xe
 from .errors import UserError
-from .manifest import Manifest, Tensor, flat
+from .files import write_all
+from .manifest import Manifest, Tensor, flat, np_dtype
 from .normalize import normalize
 from .retarget import DATALAYOUT, TRIPLE, retarget
 from .thunks import Conditional, Copy, Kernel, LibCall, Scratch, Slice, While
@@ -46,16 +47,27 @@ def _sanitize(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
-def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str]) -> None:
+# The reference run is the user's JAX program: a loop that never ends must not hang capture.
+DEFAULT_TIMEOUT = 600.0
+
+
+def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str],
+               timeout: float = DEFAULT_TIMEOUT) -> None:
     env = dict(os.environ)
     env["XLA_FLAGS"] = " ".join([f"--xla_dump_to={workdir / 'dump'}", *BASE_FLAGS, *xla_flags])
     env.setdefault("JAX_PLATFORMS", "cpu")
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    env["JAX_TRACEBACK_FILTERING"] = "off"  # the worker reports the user's own frame itself
     # one visible CPU, so XLA emits every kernel as a single workgroup; the worker pins itself
     # before JAX starts (a preexec_fn is unsafe once JAX's threads run in this process)
     env["SPECIALIZER_CAPTURE_CPU"] = str(min(os.sched_getaffinity(0)))
-    proc = subprocess.run([sys.executable, "-m", "specializer.capture_worker", str(source), function,
-                           str(workdir)], env=env, capture_output=True, text=True)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "specializer.capture_worker", str(source), function,
+                               str(workdir)], env=env, capture_output=True, text=True, errors="replace",
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"capture of {source}:{function} did not finish within {timeout:g} s (JAX's reference "
+                        "run of the function: a loop that never ends?); if it is only slow, raise --timeout") from None
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         errs = [ln for ln in lines if ln.startswith("error:")]
@@ -273,9 +285,18 @@ def _scratch_bytes(thunks: tuple) -> int:
     return most
 
 
+def _io_arrays(workdir: Path, meta: dict) -> dict[str, np.ndarray]:
+    """io.npz, with the element types numpy cannot store (bfloat16, ...) viewed back as such."""
+    with np.load(workdir / "io.npz") as raw:
+        io = {k: raw[k] for k in raw.files}
+    for key, name in meta.get("dtypes", {}).items():
+        io[key] = io[key].view(np_dtype(name))
+    return io
+
+
 def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[str, Manifest]:
     meta = json.loads((workdir / "io.json").read_text())
-    io = np.load(workdir / "io.npz")
+    io = _io_arrays(workdir, meta)
     dump = read_dump(workdir / "dump")
     _check_runtime_ops(dump)
     if (workdir / "executable.error").exists():
@@ -338,8 +359,9 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
         outputs.append(tensor(f"out{k}", io[f"out{k}"], sym, base + off))
     # Values near zero are compared against a tenth of the output's largest magnitude: long
     # float reductions summed in another order cancel differently, and only there.
-    floats = [np.abs(io[f"out{k}"]).max() for k in range(len(outputs)) if io[f"out{k}"].dtype.kind == "f"
-              and io[f"out{k}"].size]
+    # (over the finite values: NaN and inf are compared by position and sign)
+    finite = [o[np.isfinite(o)] for o in (io[f"out{k}"] for k in range(len(outputs))) if o.dtype.kind == "f"]
+    floats = [np.abs(o).max() for o in finite if o.size]
     atol = max([1e-6] + [float(np.float32(m * 0.1)) for m in floats])
     manifest = Manifest(function, entry_name, inputs, tuple(outputs), weights, meta["versions"], atol=atol)
     return str(linked), manifest
@@ -352,23 +374,21 @@ def _param_alloc(dump: Dump, number: int) -> int:
     raise UserError(f"capture: parameter {number} has no buffer (unused parameters are kept)")
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def capture(source: Path, function: str, out_dir: Path, ir_dots: bool = False) -> Captured:
+def capture(source: Path, function: str, out_dir: Path, ir_dots: bool = False,
+            timeout: float = DEFAULT_TIMEOUT) -> Captured:
     source = Path(source).resolve()
     if not source.is_file():
         raise UserError(f"{source}: no such file")
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="specializer-capture-") as tmp:
         work = Path(tmp)
-        run_worker(source, function, work, IR_DOT_FLAGS if ir_dots else [])
+        run_worker(source, function, work, IR_DOT_FLAGS if ir_dots else [], timeout)
         text, manifest = build_module(work, function, xla_dots=ir_dots)
+    try:
+        manifest_text = manifest.dumps()  # before anything is written: both files or neither
+    except (TypeError, ValueError) as e:
+        raise UserError(f"capture: cannot write model.json: {e}") from None
     out_dir.mkdir(parents=True, exist_ok=True)
     ll, js = out_dir / "model.ll", out_dir / "model.json"
-    _write_atomic(ll, text)
-    _write_atomic(js, manifest.dumps())
+    write_all([(ll, text), (js, manifest_text)])
     return Captured(ll, js, manifest)

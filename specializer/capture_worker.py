@@ -16,6 +16,7 @@ import inspect
 import json
 import os
 import sys
+import traceback
 from pathlib import Path
 
 if "SPECIALIZER_CAPTURE_CPU" in os.environ:  # before JAX: XLA sizes its work to the CPUs it sees
@@ -52,6 +53,9 @@ def main(argv: list[str]) -> None:
                          f"(missing: {', '.join(missing) or '-'}; unknown: {', '.join(extra) or '-'})")
     args = [np.asarray(inputs[p] if p in inputs else weights[p]) for p in params]
     for p, a in zip(params, args):
+        if a.dtype == object or a.dtype.kind in "USM":
+            raise SystemExit(f"error: {name}: parameter '{p}' is not a numeric array ({a.dtype})")
+    for p, a in zip(params, args):
         if a.dtype == np.float64 or a.dtype == np.int64:
             raise SystemExit(f"error: {name}: parameter '{p}' is {a.dtype}; use 32-bit types "
                              "(float32/int32), the Cortex-M4 target has no 64-bit floats")
@@ -65,8 +69,16 @@ def main(argv: list[str]) -> None:
         (out / "executable.error").write_text(str(e).splitlines()[0] if str(e) else type(e).__name__)
     arrays = {f"arg{i}": a for i, a in enumerate(args)}
     arrays.update({f"out{i}": np.asarray(r) for i, r in enumerate(results)})
+    # numpy's .npy format cannot name JAX's own types (bfloat16, float8_*): stored as raw
+    # unsigned integers of the same width, the type recorded in io.json
+    dtypes = {}
+    for key, a in arrays.items():
+        if a.dtype.type.__module__.startswith("ml_dtypes"):
+            dtypes[key] = str(a.dtype)
+            arrays[key] = a.view(f"u{a.dtype.itemsize}")
     np.savez(out / "io.npz", **arrays)
     meta = {
+        "dtypes": dtypes,
         "function": name,
         "params": [{"name": p, "weight": p in weights} for p in params],
         "n_outputs": len(results),
@@ -75,5 +87,33 @@ def main(argv: list[str]) -> None:
     (out / "io.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
 
 
+def _user_frame(tb, model: Path) -> traceback.FrameSummary | None:
+    """The innermost frame in the user's own code: the model file, else its directory."""
+    frames = traceback.extract_tb(tb)
+    for inside in (lambda f: Path(f).resolve() == model, lambda f: Path(f).resolve().is_relative_to(model.parent)):
+        found = [f for f in frames if f.filename and not f.filename.startswith("<") and inside(f.filename)
+                 and "site-packages" not in f.filename]
+        if found:
+            return found[-1]
+    return None
+
+
+def report(e: BaseException, model: Path) -> str:
+    """One line for an exception in the user's model: file and line, type and message."""
+    if isinstance(e, SyntaxError):
+        where = f"{e.filename}:{e.lineno}" if e.filename else str(model)
+        return f"error: {where}: SyntaxError: {e.msg}"
+    message = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
+    frame = _user_frame(e.__traceback__, model)
+    where = f"{frame.filename}:{frame.lineno}: in {frame.name}: " if frame else ""
+    return f"error: {where}{type(e).__name__}" + (f": {message}" if message else "")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - the parent turns this one line into the error
+        print(report(e, Path(sys.argv[1]).resolve()), file=sys.stderr)
+        sys.exit(1)

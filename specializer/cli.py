@@ -44,13 +44,15 @@ def _capture(argv: list[str]) -> int:
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="writes DIR/model.ll and DIR/model.json")
     p.add_argument("--ir-dots", action="store_true",
                    help="let XLA emit its dots as LLVM IR (its experimental IR GEMM) instead of runtime calls")
+    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+                   help="give up when JAX's reference run of the function takes longer (default 600)")
     a = p.parse_args(argv)
     if ":" not in a.target:
         raise UserError(f"'{a.target}': expected FILE.py:FUNCTION")
     path, fn = a.target.rsplit(":", 1)
     from .capture import capture
 
-    c = capture(Path(path), fn, Path(a.output), ir_dots=a.ir_dots)
+    c = capture(Path(path), fn, Path(a.output), ir_dots=a.ir_dots, timeout=a.timeout)
     print(f"wrote {c.model_ll} and {c.manifest_json}")
     return 0
 
@@ -217,12 +219,12 @@ def _specialize(argv: list[str]) -> int:
 
 def _emit(model, a, options) -> int:
     """One build of the selected mode, one artifact out (in the manner of opt -S / llc)."""
-    from . import codegen
+    from . import codegen, files
     from .variants import optimized
 
     o = optimized(model, a.mode, options)  # exactly the variant's build
     if a.log:
-        Path(a.log).write_text(o.log_text())
+        files.write(Path(a.log), o.log_text())
     if a.emit == "specialized-ll":
         data: str | bytes = o.spec.text
     else:
@@ -234,8 +236,7 @@ def _emit(model, a, options) -> int:
             raise UserError("--emit=obj needs -o FILE (an object file is not written to a terminal)")
         sys.stdout.write(data)
     else:
-        out = Path(a.output)
-        out.write_bytes(data) if isinstance(data, bytes) else out.write_text(data)
+        files.write(Path(a.output), data)
     return 0
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
+from . import isolate, precheck
 from .errors import UserError
 from .retarget import CPU, FEATURES, TRIPLE
 
@@ -40,10 +41,25 @@ def parse(text: str, where: str, ctx: llvm.ContextRef | None = None) -> llvm.Mod
         m = re.search(r"<string>:(\d+):(\d+): error: (.*)", msg)
         if m:
             raise UserError(f"{where}:{m.group(1)}:{m.group(2)}: error: {m.group(3)}") from None
-        detail = " ".join(line.strip() for line in msg.splitlines()[1:3] if line.strip())
-        raise UserError(f"{where}: invalid IR: {detail or msg}") from None
+        # the verifier's reason first ("Instruction does not dominate all uses!"), then what it names
+        lines = [line.strip() for line in msg.splitlines() if line.strip()]
+        detail = lines[0] + (f" ({'; '.join(lines[1:3])})" if len(lines) > 1 else "") if lines else msg
+        raise UserError(f"{where}: invalid IR: {detail}") from None
     mod.name = Path(where).name
     return mod
+
+
+def parse_input(text: str, where: str, ctx: llvm.ContextRef | None = None, scan: bool = True) -> llvm.ModuleRef:
+    """`parse` for IR a user gave: constructs that would kill LLVM's Cortex-M4 backend are named
+    first, and a trial parse + verify runs in a child process, so even a parser crash is one line."""
+    if scan:
+        precheck.check(text, where)
+
+    def trial() -> None:
+        parse(text, where, llvm.create_context())
+
+    isolate.run(trial, f"parsing {where}")
+    return parse(text, where, ctx)
 
 
 def parse_bitcode(path: Path, ctx: llvm.ContextRef | None = None) -> llvm.ModuleRef:
@@ -89,9 +105,10 @@ def optimize(mod: llvm.ModuleRef, level: int = 2, tm: llvm.TargetMachine | None 
 def emit_object(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None) -> bytes:
     tm = tm or target_machine()
     mod.triple = TRIPLE
-    return tm.emit_object(mod)
+    return isolate.run(lambda: tm.emit_object(mod), f"emitting Cortex-M4 code for {mod.name}")
 
 
 def emit_assembly(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None) -> str:
     tm = tm or target_machine()
-    return tm.emit_assembly(mod)
+    return isolate.run(lambda: tm.emit_assembly(mod).encode(),
+                       f"emitting Cortex-M4 assembly for {mod.name}").decode()

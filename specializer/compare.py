@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from . import firmware, macs, measure, profile, report, variants
+from . import files, firmware, macs, measure, profile, report, variants
 from .inputs import Model
 from .report import Comparison, VariantRow
 
@@ -39,6 +39,6 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
                                rtol=model.manifest.rtol, **spec))
     opts = asdict(options) | {"method": method}
     c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None)
-    (out_dir / "report.md").write_text(report.table(c) + "\n" + report.NOTE + "\n")
-    (out_dir / "report.json").write_text(report.json_text(c))
+    files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.NOTE + "\n"),
+                     (out_dir / "report.json", report.json_text(c))])
     return c

@@ -8,6 +8,7 @@ are the model in the size report.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from importlib import resources
@@ -18,7 +19,7 @@ import numpy as np
 from elftools.elf.elffile import ELFFile
 
 from .errors import UserError
-from .manifest import Manifest, Tensor
+from .manifest import Manifest, Tensor, np_dtype
 from .tools import find_tool
 
 GCC_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O2",
@@ -40,8 +41,8 @@ LINKER_SCRIPT = """\
 /* mps2-an386: 4 MiB flash-like memory at 0x0, 4 MiB RAM at 0x20000000. */
 MEMORY
 {{
-  FLASH (rx) : ORIGIN = 0x00000000, LENGTH = 4M
-  RAM (rwx)  : ORIGIN = 0x20000000, LENGTH = 4M
+  FLASH (rx) : ORIGIN = 0x00000000, LENGTH = {flash}
+  RAM (rwx)  : ORIGIN = 0x20000000, LENGTH = {ram}
 }}
 ENTRY({entry})
 SECTIONS
@@ -65,7 +66,7 @@ SECTIONS
 
 
 def _c_array(name: str, t: Tensor, values: np.ndarray) -> str:
-    raw = np.ascontiguousarray(values, dtype=t.dtype).tobytes()
+    raw = np.ascontiguousarray(values, dtype=np_dtype(t.dtype)).tobytes()
     raw += b"\0" * (-len(raw) % 4)
     words = np.frombuffer(raw, dtype="<u4") if raw else np.zeros(1, "<u4")
     body = ",".join(f"0x{int(w):08x}u" for w in words)
@@ -76,7 +77,7 @@ def _tensor_row(t: Tensor, data_name: str) -> str:
     kind = "HARNESS_F32" if t.dtype == "float32" else "HARNESS_EXACT"
     count = int(np.prod(t.shape, dtype=np.int64))
     return (f"  {{(uint8_t *){t.symbol} + {t.offset}, {data_name}, {count}u, "
-            f"{np.dtype(t.dtype).itemsize}u, {kind}}},\n")
+            f"{np_dtype(t.dtype).itemsize}u, {kind}}},\n")
 
 
 def io_source(manifest: Manifest) -> str:
@@ -102,9 +103,32 @@ def io_source(manifest: Manifest) -> str:
     return "".join(out)
 
 
+# mps2-an386's memories, as the linker script gives them (bytes)
+REGIONS = {"FLASH": ("flash", 4 << 20, "weights, constants and code"),
+           "RAM": ("RAM", 4 << 20, "buffers, initialized data and the stack")}
+_OVERFLOW = re.compile(r"region `(\w+)' overflowed by (\d+) bytes")
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB ({n:,} bytes)" if n % (1 << 20) else f"{n >> 20} MiB"
+
+
+def overflow_message(ld_output: str) -> str | None:
+    """The linker's region overflows, as what the model needs against what the board has."""
+    parts = []
+    for region, extra in _OVERFLOW.findall(ld_output):
+        if region in REGIONS:
+            name, size, what = REGIONS[region]
+            parts.append(f"model needs {_mib(size + int(extra))} of {name}; mps2-an386 has {_mib(size)} ({what})")
+    return "; ".join(parts) or None
+
+
 def _run(cmd: list, what: str) -> None:
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, errors="replace")
     if r.returncode != 0:
+        overflow = overflow_message(r.stderr + r.stdout)
+        if overflow:
+            raise UserError(f"{what} failed: {overflow}")
         out = (r.stderr or r.stdout).splitlines()
         # the linker's own reason (an undefined reference) before collect2's summary line
         lines = [ln for ln in out if "undefined reference" in ln]
@@ -123,7 +147,8 @@ def linker_script(model_objs: Sequence[Path], entry: str = "harness_reset") -> s
     def clause(sections: str) -> str:
         return " ".join(f"*{n}({sections})" for n in names)
 
-    return LINKER_SCRIPT.format(entry=entry, model_text=clause(".text .text.*"),
+    flash, ram = (f"{REGIONS[r][1] >> 20}M" for r in ("FLASH", "RAM"))
+    return LINKER_SCRIPT.format(entry=entry, flash=flash, ram=ram, model_text=clause(".text .text.*"),
                                 model_rodata=clause(".rodata .rodata.*"), model_data=clause(".data .data.*"),
                                 model_bss=clause(".bss .bss.* COMMON"))
 

@@ -13,13 +13,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import fminmax, intrinsics, ir
+from . import codegen, fminmax, intrinsics, ir, irtext, triples
 from .errors import UserError
 from .manifest import Manifest
 from .normalize import normalize
-from .retarget import TRIPLE, retarget
+from .retarget import TRIPLE, respell_target, retarget
 
-OUR_TRIPLES = (TRIPLE, "thumbv7em-none-eabihf")
 _TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.M)
 _XLA_MARKERS = ("%XLA_CPU_KernelCallFrame", '!"xla_dylib_index"', "!xla_cpu_memory_region_name")
 
@@ -40,8 +39,14 @@ class Model:
         return self.manifest is not None
 
 
-def _external_functions(text: str, where: str, kernels_only: bool) -> tuple[str, ...]:
-    mod = ir.parse(text, where)
+def _parse(text: str, where: str):
+    """A user's module, parsed so that nothing in it can kill the tool (see codegen.parse_input)."""
+    mod = codegen.parse_input(text, where, ir.context())
+    irtext.check_defines(mod, where)
+    return mod
+
+
+def _external_functions(mod, kernels_only: bool) -> tuple[str, ...]:
     import llvmlite.binding as llvm
 
     found = []
@@ -56,30 +61,32 @@ def _external_functions(text: str, where: str, kernels_only: bool) -> tuple[str,
 
 def load(path: Path) -> Model:
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
-    text = path.read_text()
-    m = _TRIPLE.search(text)
-    triple = m.group(1) if m else ""
-    if triple in OUR_TRIPLES:
-        return _thumb_module(path, text)
-    looks_xla = path.name.endswith(".ir-no-opt.ll") or any(k in text for k in _XLA_MARKERS)
-    if path.name.endswith(".ir-with-opt.ll"):
+    text = irtext.read(path)
+    if path.name.endswith(".ir-with-opt.ll"):  # by its name, whatever it holds
         raise UserError(f"{path}: XLA's optimized IR hard-codes x86-64 struct offsets; "
                         "pass the matching *.ir-no-opt.ll instead")
+    irtext.check_not_empty(text, str(path))
+    m = _TRIPLE.search(text)
+    triple = m.group(1) if m else ""
+    problem = triples.problem(triple)
+    if problem is None:
+        # any spelling of our target (thumbv7em-none-eabihf, armv7em-...) becomes the one we build for
+        return _thumb_module(path, text if triple == TRIPLE else respell_target(text))
+    looks_xla = path.name.endswith(".ir-no-opt.ll") or any(k in text for k in _XLA_MARKERS)
     if looks_xla:
         return _xla_kernels(path, text)
-    ir.parse(text, str(path))  # a syntax error is reported as such, with line and column
-    raise UserError(f"{path}: target triple is '{triple or '(none)'}', expected {TRIPLE} "
+    # a syntax error is reported as such, with line and column; then the target
+    codegen.parse_input(text, str(path), ir.context(), scan=False)
+    raise UserError(f"{path}: {problem}; expected {TRIPLE} or another spelling of it "
                     "(capture a model with 'specialize capture', or pass an XLA *.ir-no-opt.ll kernel dump)")
 
 
 def _thumb_module(path: Path, text: str) -> Model:
-    ir.parse(text, str(path))  # syntax errors first, as file:line:col
+    mod = _parse(text, str(path))  # syntax errors first, as file:line:col
     manifest_path = path.with_name("model.json")
     if manifest_path.is_file():
         manifest = Manifest.load(manifest_path)
-        defined = _external_functions(text, str(path), kernels_only=False)
+        defined = _external_functions(mod, kernels_only=False)
         if manifest.entry not in defined:
             raise UserError(f"{path}: no entry point: {manifest_path.name} names '{manifest.entry}', "
                             "which the module does not define")
@@ -87,7 +94,7 @@ def _thumb_module(path: Path, text: str) -> Model:
         shapes = {t.symbol: (t.dtype, t.shape) for t in manifest.weights if t.offset == 0}
         return Model(path, manifest.function, "captured", text, (manifest.entry,), frozenset(keep),
                      manifest, shapes)
-    entries = _external_functions(text, str(path), kernels_only=False)
+    entries = _external_functions(mod, kernels_only=False)
     if not entries:
         raise UserError(f"{path}: no entry point: the module defines no external function "
                         "(and there is no model.json next to it)")
@@ -99,7 +106,7 @@ def _xla_kernels(path: Path, text: str) -> Model:
     wrappers = intrinsics.vector_wrappers(text)
     if wrappers:
         text += "\n" + wrappers
-    entries = _external_functions(text, str(path), kernels_only=True)
+    entries = _external_functions(_parse(text, str(path)), kernels_only=True)
     if not entries:
         raise UserError(f"{path}: no entry point: no XLA kernel (ptr @kernel(ptr %frame)) defined")
     name = path.name.split(".ir-no-opt.ll")[0] if path.name.endswith(".ir-no-opt.ll") else path.stem

@@ -24,10 +24,13 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+        return int(np.prod(self.shape, dtype=np.int64)) * np_dtype(self.dtype).itemsize
 
     def array(self) -> np.ndarray:
-        return np.asarray(self.data, dtype=self.dtype).reshape(self.shape)
+        dt = np_dtype(self.dtype)
+        if dt.kind == "c":  # stored as (re, im) pairs
+            return np.asarray(self.data, dtype=f"f{dt.itemsize // 2}").view(dt).reshape(self.shape)
+        return np.asarray(self.data, dtype=dt).reshape(self.shape)
 
 
 @dataclass(frozen=True)
@@ -61,9 +64,26 @@ class Manifest:
             raise UserError(f"{path}: not a specializer manifest ({e})") from None
 
 
+def np_dtype(name: str) -> np.dtype:
+    """A dtype by name, JAX's own (bfloat16, float8_*) included: those live in ml_dtypes."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes
+
+        if not hasattr(ml_dtypes, name):
+            raise UserError(f"unknown element type '{name}'") from None
+        return np.dtype(getattr(ml_dtypes, name))
+
+
 def flat(values: np.ndarray) -> tuple:
-    """Values as a flat tuple of Python scalars (exact for float32, stable in JSON)."""
+    """Values as a flat tuple of Python scalars (exact for float32, stable in JSON): bfloat16 and
+    other narrow floats as the float32 they widen to exactly, complex as (re, im) pairs."""
     a = np.asarray(values)
     if a.dtype == np.bool_:
         return tuple(int(v) for v in a.reshape(-1))
+    if a.dtype.kind == "c":
+        return tuple(a.reshape(-1).view(f"f{a.dtype.itemsize // 2}").tolist())
+    if a.dtype.kind == "V" or a.dtype.type.__module__.startswith("ml_dtypes"):
+        return tuple(a.reshape(-1).astype(np.float32).tolist())
     return tuple(a.reshape(-1).tolist())

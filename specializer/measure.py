@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codegen, cycles, firmware, libjit, qemu
+from . import codegen, cycles, firmware, irtext, libjit, qemu, triples
 from .errors import UserError
-from .manifest import Manifest
+from .manifest import Manifest, np_dtype
 from .retarget import TRIPLE
 
 
@@ -34,10 +34,14 @@ class Row:
 
 def compile_model(model_ll: Path, workdir: Path) -> Path:
     """model.ll + libjit bitcode -> one optimized Thumb object (LLVM -O2)."""
-    mod = codegen.parse(Path(model_ll).read_text(), str(model_ll))
-    if mod.triple not in (TRIPLE, "thumbv7em-none-eabihf"):
-        raise UserError(f"{model_ll}: target triple is '{mod.triple}', expected {TRIPLE} "
-                        "(capture a model with 'specialize capture')")
+    text = irtext.read(model_ll)
+    irtext.check_not_empty(text, str(model_ll))
+    mod = codegen.parse_input(text, str(model_ll))
+    irtext.check_defines(mod, str(model_ll))
+    problem = triples.problem(mod.triple)
+    if problem:
+        raise UserError(f"{model_ll}: {problem}; expected {TRIPLE} (capture a model with 'specialize capture')")
+    mod.triple = TRIPLE  # any spelling of it (thumbv7em-none-eabihf, armv7em-...) is ours
     lib = codegen.parse_bitcode(libjit.build().bitcode)
     mod = codegen.link([mod, lib])
     codegen.check_library_symbols(mod)
@@ -67,7 +71,7 @@ def read_outputs(stdout: str, manifest: Manifest) -> list[np.ndarray]:
             i += 1
         raw = np.asarray(words, dtype="<u4").tobytes()[:nbytes]
         t = manifest.outputs[int(m.group(1), 16)]
-        outs.append(np.frombuffer(raw, dtype=t.dtype).reshape(t.shape))
+        outs.append(np.frombuffer(raw, dtype=np_dtype(t.dtype)).reshape(t.shape))
     if len(outs) != len(manifest.outputs):
         raise UserError(f"firmware printed {len(outs)} of {len(manifest.outputs)} outputs")
     return outs
@@ -76,21 +80,34 @@ def read_outputs(stdout: str, manifest: Manifest) -> list[np.ndarray]:
 def errors(got: list[np.ndarray], manifest: Manifest) -> tuple[float, float, bool]:
     """(max abs error, max rel error, within tolerance) over all outputs.
 
+    Floats: NaN where the reference is NaN (either sign: x86 and Arm default NaNs differ in
+    sign), inf of the same sign where it is inf, finite values within tolerance; errors are
+    measured over the finite values, and a NaN or inf out of place is an infinite error.
     rel = |got - ref| / max(|ref|, atol): relative where the reference is not tiny."""
     max_abs = max_rel = 0.0
     ok = True
     for g, t in zip(got, manifest.outputs):
         ref = t.array()
-        if ref.dtype.kind == "f":
+        if ref.dtype.kind == "f" and ref.dtype.itemsize == 4:
             g64, r64 = g.astype(np.float64), ref.astype(np.float64)
-            diff = np.abs(g64 - r64)
-            rel = diff / np.maximum(np.abs(r64), manifest.atol)
+            special = ~np.isfinite(r64)
+            same_special = np.where(np.isnan(r64), np.isnan(g64), g64 == r64)
+            if not np.all(same_special[special]):
+                ok = False
+                max_abs = max_rel = float("inf")
+            finite = ~special
+            diff = np.abs(g64[finite] - r64[finite])
+            rel = diff / np.maximum(np.abs(r64[finite]), manifest.atol)
             if diff.size:
-                max_abs = max(max_abs, float(np.nanmax(diff)) if not np.isnan(diff).any() else float("inf"))
-                max_rel = max(max_rel, float(np.max(rel)) if not np.isnan(rel).any() else float("inf"))
+                with np.errstate(invalid="ignore"):
+                    max_abs = max(max_abs, float(np.max(diff)) if np.isfinite(diff).all() else float("inf"))
+                    max_rel = max(max_rel, float(np.max(rel)) if np.isfinite(rel).all() else float("inf"))
             ok &= bool(np.all(rel <= manifest.rtol))
-        else:
-            diff = np.abs(g.astype(np.int64) - ref.astype(np.int64))
+        else:  # integers, and float types the harness compares bit for bit
+            if ref.dtype.kind in "iub":
+                diff = np.abs(g.astype(np.int64) - ref.astype(np.int64))
+            else:
+                diff = (np.ascontiguousarray(g).view(np.uint8) != np.ascontiguousarray(ref).view(np.uint8))
             if diff.size:
                 max_abs = max(max_abs, float(diff.max()))
             ok &= bool(np.all(diff == 0))

@@ -58,7 +58,8 @@ def _drop_module_flag(text: str, key: str) -> str:
     return _MODULE_FLAGS.sub(keep, text)
 
 
-def retarget(text: str) -> str:
+def set_target(text: str) -> str:
+    """Our triple and datalayout, in place of whatever the module had."""
     text = _LAYOUT_LINE.sub("", text)
     text = _TRIPLE_LINE.sub("", text)
     header = f'target datalayout = "{DATALAYOUT}"\ntarget triple = "{TRIPLE}"\n'
@@ -67,7 +68,18 @@ def retarget(text: str) -> str:
     at = 0
     while at < len(lines) and (lines[at].startswith("; ModuleID") or lines[at].startswith("source_filename")):
         at += 1
-    text = "\n".join(lines[:at] + [header.rstrip("\n")] + lines[at:])
-    text = _clean_attr_groups(text)
+    return "\n".join(lines[:at] + [header.rstrip("\n")] + lines[at:])
+
+
+def respell_target(text: str) -> str:
+    """Our triple and datalayout for a module already for Cortex-M4 under another spelling, with
+    every line where it was: errors LLVM reports later must point into the user's file."""
+    text = re.sub(r'^target datalayout = "[^"]*"', "", text, flags=re.M)
+    return re.sub(r'^target triple = "[^"]*"', f'target datalayout = "{DATALAYOUT}" target triple = "{TRIPLE}"',
+                  text, count=1, flags=re.M)
+
+
+def retarget(text: str) -> str:
+    text = _clean_attr_groups(set_target(text))
     text = _INVARIANT_LOAD.sub("", text)
     return _drop_module_flag(text, "xla_dylib_index")

@@ -23,8 +23,8 @@ class Instruction:
     root: bool = False
 
     def attr(self, key: str) -> str | None:
-        m = re.search(r"\b" + re.escape(key) + r"=%?([\w.\-]+)", self.attrs)
-        return m.group(1) if m else None
+        m = re.search(r"\b" + re.escape(key) + r'=%?("[^"]*"|[\w.\-]+)', self.attrs)
+        return m.group(1).strip('"') if m else None
 
 
 @dataclass(frozen=True)
