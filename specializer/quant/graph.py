@@ -130,7 +130,7 @@ def _val(a, consts):
 
 
 def _desc(a) -> str:
-    return f"{a.aval.dtype}{list(a.aval.shape)}"
+    return f"{a.aval.dtype}[{','.join(map(str, a.aval.shape))}]"
 
 
 def build(closed: core.ClosedJaxpr, act_invars: list, param_values: dict, param_names: dict) -> Graph:
