@@ -4,8 +4,9 @@ static parameters and fixedpoint.py for the arithmetic).
 
 Conventions (TFLite's): activations are asymmetric int8 (CMSIS-NN's offsets: input_offset =
 -input zero point, output_offset = output zero point), weights symmetric int8, biases int32 in
-units of input scale x weight scale. Convolutions are written as patches x weights dots and
-tap sums (no HLO convolution), so XLA's CPU backend runs them as plain integer code.
+units of input scale x weight scale. Convolutions are written as patches x weights multiply-reduces and
+tap sums (no HLO convolution or dot), so XLA's CPU backend runs them as plain integer code
+and capture takes XLA's IR for them as it is.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from .fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_nega
 from .params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, Pair, PoolParams,
                      SoftmaxParams)
 
-_NT = (((1,), (1,)), ((), ()))  # contract lhs dim 1 with rhs dim 1: rhs is [out][in]
+
+
+def _matmul_nt(a, b):
+    """int8 a[m, k] x int8 b[n, k]^T -> int32 [m, n], as a multiply-reduce rather than an HLO
+    dot: XLA fuses the int8 -> int32 widening into producers, and capture has no kernel for the
+    int32 dots that would leave; a reduce stays plain XLA IR."""
+    return jnp.sum(a.astype(jnp.int32)[:, None, :] * b.astype(jnp.int32)[None, :, :], axis=-1)
 
 
 def conv_output_size(size: int, k: int, stride: int, pad: Pair) -> int:
@@ -79,8 +86,7 @@ def conv2d(x, w, bias, p: ConvParams):
             patches = xp
         else:
             patches = jnp.concatenate([t for _, _, t in _taps(xp, kh, kw, p.stride, (oh, ow))], axis=-1)
-        acc = lax.dot_general(patches.reshape(n * oh * ow, kh * kw * cin), w.reshape(cout, kh * kw * cin),
-                              _NT, preferred_element_type=jnp.int32)
+        acc = _matmul_nt(patches.reshape(n * oh * ow, kh * kw * cin), w.reshape(cout, kh * kw * cin))
         acc = acc + jnp.int32(p.input_offset) * jnp.sum(w, axis=(1, 2, 3), dtype=jnp.int32)
         if bias is not None:
             _check(bias, (cout,), jnp.int32, "bias", p)
@@ -117,7 +123,7 @@ def fully_connected(x, w, bias, p: FullyConnectedParams):
     _check(x, (p.batch, p.in_features), jnp.int8, "input", p)
     _check(w, (p.out_features, p.in_features), jnp.int8, "filter", p)
     with jax.named_scope(p.scope):
-        acc = lax.dot_general(x, w, _NT, preferred_element_type=jnp.int32)
+        acc = _matmul_nt(x, w)
         acc = acc + jnp.int32(p.input_offset) * jnp.sum(w, axis=1, dtype=jnp.int32)
         if bias is not None:
             _check(bias, (p.out_features,), jnp.int32, "bias", p)
