@@ -4,9 +4,9 @@ static parameters and fixedpoint.py for the arithmetic).
 
 Conventions (TFLite's): activations are asymmetric int8 (CMSIS-NN's offsets: input_offset =
 -input zero point, output_offset = output zero point), weights symmetric int8, biases int32 in
-units of input scale x weight scale. Convolutions are written as patches x weights multiply-reduces and
-tap sums (no HLO convolution or dot), so XLA's CPU backend runs them as plain integer code
-and capture takes XLA's IR for them as it is.
+units of input scale x weight scale. Convolutions and dense layers are written as chains of
+multiply-adds (patches x weights, or filter taps; no HLO convolution or dot), so XLA's CPU
+backend runs them as plain integer code and capture takes XLA's IR for them as it is.
 """
 
 from __future__ import annotations
@@ -24,10 +24,15 @@ from .params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParam
 
 
 def _matmul_nt(a, b):
-    """int8 a[m, k] x int8 b[n, k]^T -> int32 [m, n], as a multiply-reduce rather than an HLO
-    dot: XLA fuses the int8 -> int32 widening into producers, and capture has no kernel for the
-    int32 dots that would leave; a reduce stays plain XLA IR."""
-    return jnp.sum(a.astype(jnp.int32)[:, None, :] * b.astype(jnp.int32)[None, :, :], axis=-1)
+    """int8 a[m, k] x int8 b[n, k]^T -> int32 [m, n] as a chain of k rank-1 multiply-adds, not an
+    HLO dot: XLA fuses the int8 -> int32 widening into producers and capture has no kernel for
+    the int32 dot that would leave; a multiply-reduce would be split by XLA into a materialized
+    [m, n, k] product; the chain is one loop fusion with no temporary."""
+    a32, b32 = a.astype(jnp.int32), b.astype(jnp.int32)
+    acc = a32[:, 0:1] * b32[:, 0][None, :]
+    for k in range(1, a.shape[1]):
+        acc = acc + a32[:, k:k + 1] * b32[:, k][None, :]
+    return acc
 
 
 def conv_output_size(size: int, k: int, stride: int, pad: Pair) -> int:
