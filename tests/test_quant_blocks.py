@@ -1,6 +1,8 @@
 """int8 blocks (specializer.quant) against straightforward integer references written here:
 Python ints / int64 NumPy and plain loops, following CMSIS-NN's documented arithmetic."""
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 
 from specializer.quant import blocks, fixedpoint as fp
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams,
-                                      PoolParams, SoftmaxParams, lookup)
+                                      PoolParams, SoftmaxParams, lookup, registered)
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -363,8 +365,10 @@ def test_blocks_are_marked_in_hlo_and_params_registered():
     assert p.scope.startswith("cmsis_nn.fully_connected_s8.")
     assert f'op_name="jit(<lambda>)/{p.scope}/' in hlo
     assert lookup(f"jit(<lambda>)/{p.scope}") is p
-    # the name is a function of the parameters only
-    q = FullyConnectedParams(**{k: v for k, v in p.to_dict().items() if k != "op"})
+    # the name is a function of the parameters only; the parameters are JSON-ready
+    d = json.loads(json.dumps(registered()[p.scope]))
+    assert d["op"] == "fully_connected_s8" and d["shifts"] == [-3]
+    q = FullyConnectedParams(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k != "op"})
     assert q.scope == p.scope
 
 

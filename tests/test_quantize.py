@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from jax import lax
 
-from specializer.quant import blocks
 from specializer.quant.graph import QuantizeError
 from specializer.quant.ptq import QParams, activation_qparams, quantize
 from specializer.tools import repo_root
@@ -85,6 +84,13 @@ def test_unsupported_op_is_named():
         return jnp.tanh(x @ w)
     with pytest.raises(QuantizeError, match=r"^quantize: unsupported op 'tanh' \(float32\[1,4\]\)"):
         quantize(tanh_model, {"w": np.ones((3, 4), np.float32)}, [{"x": np.ones((1, 3), np.float32)}])
+
+    def softmax_and_exp(x, w):
+        y = x @ w
+        e = jnp.exp(y - jnp.max(y, axis=-1, keepdims=True))
+        return e / jnp.sum(e, axis=-1, keepdims=True), e
+    with pytest.raises(QuantizeError, match=r"unsupported op 'reduce_max'"):
+        quantize(softmax_and_exp, {"w": np.ones((3, 4), np.float32)}, [{"x": np.ones((1, 3), np.float32)}])
 
     def padded_mean(x):
         return lax.reduce_window(x, 0.0, lax.add, (1, 3, 3, 1), (1, 1, 1, 1), "SAME") / 9.0

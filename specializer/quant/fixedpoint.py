@@ -48,7 +48,7 @@ def _i32(x):
     return lax.bitcast_convert_type(x, jnp.int32)
 
 
-def _c(v, like=None):
+def _c(v):
     """A constant (Python int or array of them) as int32, two's complement wrapped."""
     return jnp.asarray(np.asarray(v, np.int64).astype(np.uint32).view(np.int32))
 
@@ -105,9 +105,9 @@ def divide_by_power_of_two(x, exponent):
         raise ValueError(f"divide_by_power_of_two: exponent out of [0, 31]: {exponent}")
     mask = (np.int64(1) << e) - 1
     x = jnp.asarray(x, jnp.int32)
-    remainder = x & _c(mask, x)
-    result = x >> _c(e, x)
-    threshold = _c(mask >> 1, x) + (result < 0).astype(jnp.int32)
+    remainder = x & _c(mask)
+    result = x >> _c(e)
+    threshold = _c(mask >> 1) + (result < 0).astype(jnp.int32)
     return result + (remainder > threshold).astype(jnp.int32)
 
 
@@ -121,8 +121,8 @@ def requantize(x, multiplier, shift):
     x = jnp.asarray(x, jnp.int32)
     left = np.maximum(s, 0)
     # val * (1 << left) in C: int32 wraps on the core
-    scaled = x << _c(left, x) if left.any() else x
-    return divide_by_power_of_two(doubling_high_mult_no_sat(scaled, _c(multiplier, x)), np.maximum(-s, 0))
+    scaled = x << _c(left) if left.any() else x
+    return divide_by_power_of_two(doubling_high_mult_no_sat(scaled, _c(multiplier)), np.maximum(-s, 0))
 
 
 def mult_by_power_of_two(x, exp: int):

@@ -151,7 +151,7 @@ def build(closed: core.ClosedJaxpr, act_invars: list, param_values: dict, param_
 
     layers: list[Layer] = [Layer("input", [], v) for v in act_invars]
     by_var: dict = {v: layer for v, layer in zip(act_invars, layers)}
-    skip = _softmax_groups(eqns, consts)
+    skip = _softmax_groups(eqns, consts, outvars)
 
     def refuse(e: Eqn, why: str):
         ins = ", ".join(_desc(a) for a in e.ins)
@@ -309,13 +309,19 @@ def _pool(e: Eqn, refuse, emit, producer, kind: str):
     emit(kind, [producer(x, e)], e.outs[0], e, window=dims[1:3], stride=strides[1:3], padding=pads[1:3])
 
 
-def _softmax_groups(eqns: list[Eqn], consts) -> dict:
+def _softmax_groups(eqns: list[Eqn], consts, outvars) -> dict:
     """Find jax.nn.softmax over the last axis: div(exp(x - bcast(max(x))), bcast(sum(exp(...)))).
     Returns eqn index -> None (absorbed into the softmax) or (x, out var) at its final div."""
     defs = {}
+    readers: dict = {}
     for i, e in enumerate(eqns):
         for o in e.outs:
             defs[o] = i
+        for a in e.ins:
+            if not isinstance(a, core.Literal):
+                readers.setdefault(a, set()).add(i)
+    for a in outvars:
+        readers.setdefault(a, set()).add(-1)  # a model output is read outside
     groups: dict = {}
 
     def through(v, prims):
@@ -354,6 +360,9 @@ def _softmax_groups(eqns: list[Eqn], consts) -> dict:
                 or tuple(rsum.params["axes"]) != (rank - 1,):
             continue
         members = [defs[m_var], k, j, defs[s_var]] + m_path + s_path
+        inside = set(members) | {i}
+        if any(not readers.get(o, set()) <= inside for m in members for o in eqns[m].outs):
+            continue  # an intermediate is read elsewhere: not a plain softmax
         for m in members:
             groups[m] = None
         groups[i] = (x, e.outs[0])

@@ -28,6 +28,12 @@ def lookup(scope: str):
     return _REGISTRY[key]
 
 
+def registered() -> dict[str, dict]:
+    """Every block traced so far in this process: scope name -> its parameters (JSON-ready),
+    for a capture that wants to write them next to the HLO."""
+    return {k: v.to_dict() for k, v in sorted(_REGISTRY.items())}
+
+
 class _Block:
     op: ClassVar[str]
 
@@ -39,7 +45,11 @@ class _Block:
         return name
 
     def to_dict(self) -> dict:
-        return {"op": self.op, **dataclasses.asdict(self)}
+        return {"op": self.op, **{k: _lists(v) for k, v in dataclasses.asdict(self).items()}}
+
+
+def _lists(v):
+    return [_lists(x) for x in v] if isinstance(v, tuple) else v
 
 
 def _check_act(act: Pair, where: str) -> None:
