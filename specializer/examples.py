@@ -11,7 +11,7 @@ from .tools import repo_root
 
 EXAMPLES = ("quadratic", "elementwise", "softmax", "mlp", "loop", "while_loop", "cond",
             "mlp256", "lenet", "kws_dscnn", "anomaly_ae", "mlp_int8", "resnet8",
-            "mobilenet_vww", "mlp256_pruned")
+            "mobilenet_vww", "mlp256_pruned", "kws_int8")
 
 
 def example_path(name: str) -> Path:

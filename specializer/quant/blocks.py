@@ -1,0 +1,226 @@
+"""int8 building blocks with TFLite's integer semantics, computed exactly as CMSIS-NN's s8
+functions compute them (plain JAX on int8/int32 arrays; see params.py for each block's
+static parameters and fixedpoint.py for the arithmetic).
+
+Conventions (TFLite's): activations are asymmetric int8 (CMSIS-NN's offsets: input_offset =
+-input zero point, output_offset = output zero point), weights symmetric int8, biases int32 in
+units of input scale x weight scale. Convolutions and dense layers are written as chains of
+multiply-adds (patches x weights, or filter taps; no HLO convolution or dot), so XLA's CPU
+backend runs them as plain integer code and capture takes XLA's IR for them as it is.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
+                         one_over_one_plus_x_for_x_in_0_1, requantize)
+from .params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, Pair, PoolParams,
+                     SoftmaxParams)
+
+
+
+def _matmul_nt(a, b):
+    """int8 a[m, k] x int8 b[n, k]^T -> int32 [m, n] as a chain of k rank-1 multiply-adds, not an
+    HLO dot: XLA fuses the int8 -> int32 widening into producers and capture has no kernel for
+    the int32 dot that would leave; a multiply-reduce would be split by XLA into a materialized
+    [m, n, k] product; the chain is one loop fusion with no temporary."""
+    a32, b32 = a.astype(jnp.int32), b.astype(jnp.int32)
+    acc = a32[:, 0:1] * b32[:, 0][None, :]
+    for k in range(1, a.shape[1]):
+        acc = acc + a32[:, k:k + 1] * b32[:, k][None, :]
+    return acc
+
+
+def conv_output_size(size: int, k: int, stride: int, pad: Pair) -> int:
+    return (size + pad[0] + pad[1] - k) // stride + 1
+
+
+def same_padding(size: int, k: int, stride: int) -> Pair:
+    """TensorFlow's SAME padding: output ceil(size / stride), the odd pixel at the end."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + k - size, 0)
+    return total // 2, total - total // 2
+
+
+def _check(x, shape, dtype, what: str, p) -> None:
+    if tuple(x.shape) != tuple(shape) or x.dtype != dtype:
+        raise ValueError(f"{p.op}: {what} must be {np.dtype(dtype).name}{list(shape)}, "
+                         f"got {x.dtype}{list(x.shape)}")
+
+
+def _finish(acc, multipliers, shifts, output_offset: int, activation: Pair):
+    """Per-channel requantization, output offset, activation clamp, int8 (every s8 kernel's tail)."""
+    m = multipliers[0] if len(multipliers) == 1 else np.asarray(multipliers, np.int64)
+    s = shifts[0] if len(shifts) == 1 else np.asarray(shifts, np.int64)
+    y = requantize(acc, m, s) + jnp.int32(output_offset)
+    return jnp.clip(y, activation[0], activation[1]).astype(jnp.int8)
+
+
+def _taps(xp, kh: int, kw: int, stride: Pair, out_hw: Pair):
+    """The strided window of padded input xp seen by filter tap (i, j), for every tap."""
+    n, _, _, c = xp.shape
+    oh, ow = out_hw
+    for i in range(kh):
+        for j in range(kw):
+            yield i, j, lax.slice(xp, (0, i, j, 0),
+                                  (n, i + (oh - 1) * stride[0] + 1, j + (ow - 1) * stride[1] + 1, c),
+                                  (1, stride[0], stride[1], 1))
+
+
+def _pad_with_zero_point(x, padding, input_offset: int):
+    # padding holds the input zero point: it adds (zp + input_offset) * w = 0, as in CMSIS-NN
+    (t, b), (l, r) = padding
+    if not (t or b or l or r):
+        return x
+    return lax.pad(x, jnp.int8(-input_offset), ((0, 0, 0), (t, b, 0), (l, r, 0), (0, 0, 0)))
+
+
+def conv2d(x, w, bias, p: ConvParams):
+    """arm_convolve_s8. x int8 NHWC, w int8 [Cout, KH, KW, Cin], bias int32 [Cout] or None."""
+    _check(x, p.input_dims, jnp.int8, "input", p)
+    _check(w, p.filter_dims, jnp.int8, "filter", p)
+    cout, kh, kw, cin = p.filter_dims
+    n, oh, ow, _ = p.output_dims
+    with jax.named_scope(p.scope):
+        xp = _pad_with_zero_point(x, p.padding, p.input_offset)
+        if (kh, kw, p.stride) == (1, 1, (1, 1)):
+            patches = xp
+        else:
+            patches = jnp.concatenate([t for _, _, t in _taps(xp, kh, kw, p.stride, (oh, ow))], axis=-1)
+        acc = _matmul_nt(patches.reshape(n * oh * ow, kh * kw * cin), w.reshape(cout, kh * kw * cin))
+        acc = acc + jnp.int32(p.input_offset) * jnp.sum(w, axis=(1, 2, 3), dtype=jnp.int32)
+        if bias is not None:
+            _check(bias, (cout,), jnp.int32, "bias", p)
+            acc = acc + bias
+        out = _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation)
+        return out.reshape(p.output_dims)
+
+
+def depthwise_conv2d(x, w, bias, p: DepthwiseParams):
+    """arm_depthwise_conv_s8. x int8 NHWC, w int8 [1, KH, KW, Cin * ch_mult], bias int32."""
+    _check(x, p.input_dims, jnp.int8, "input", p)
+    _check(w, p.filter_dims, jnp.int8, "filter", p)
+    _, kh, kw, cout = p.filter_dims
+    _, oh, ow, _ = p.output_dims
+    with jax.named_scope(p.scope):
+        xp = _pad_with_zero_point(x, p.padding, p.input_offset)
+        wi = w.astype(jnp.int32)
+        acc = None
+        for i, j, tap in _taps(xp, kh, kw, p.stride, (oh, ow)):
+            t = tap.astype(jnp.int32)
+            if p.ch_mult > 1:
+                t = jnp.repeat(t, p.ch_mult, axis=-1)
+            term = t * wi[0, i, j]
+            acc = term if acc is None else acc + term
+        acc = acc + jnp.int32(p.input_offset) * jnp.sum(wi, axis=(0, 1, 2))
+        if bias is not None:
+            _check(bias, (cout,), jnp.int32, "bias", p)
+            acc = acc + bias
+        return _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation)
+
+
+def fully_connected(x, w, bias, p: FullyConnectedParams):
+    """arm_fully_connected_s8. x int8 [batch, in], w int8 [out, in], bias int32 [out] or None."""
+    _check(x, (p.batch, p.in_features), jnp.int8, "input", p)
+    _check(w, (p.out_features, p.in_features), jnp.int8, "filter", p)
+    with jax.named_scope(p.scope):
+        acc = _matmul_nt(x, w)
+        acc = acc + jnp.int32(p.input_offset) * jnp.sum(w, axis=1, dtype=jnp.int32)
+        if bias is not None:
+            _check(bias, (p.out_features,), jnp.int32, "bias", p)
+            acc = acc + bias
+        return _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation)
+
+
+def _valid_counts(p: PoolParams) -> np.ndarray:
+    """How many input pixels (padding excluded) each output pixel's window covers."""
+    (t, _), (l, _) = p.padding
+    _, h, w, _ = p.input_dims
+    _, oh, ow, _ = p.output_dims
+    ys = np.arange(oh) * p.stride[0] - t
+    xs = np.arange(ow) * p.stride[1] - l
+    cy = np.minimum(ys + p.filter[0], h) - np.maximum(ys, 0)
+    cx = np.minimum(xs + p.filter[1], w) - np.maximum(xs, 0)
+    counts = np.outer(cy, cx)
+    if counts.min() <= 0:
+        raise ValueError(f"{p.op}: a window covers no input pixel (padding too large)")
+    return counts[None, :, :, None].astype(np.int32)
+
+
+def _window(p: PoolParams):
+    (t, b), (l, r) = p.padding
+    return (1, p.filter[0], p.filter[1], 1), (1, p.stride[0], p.stride[1], 1), ((0, 0), (t, b), (l, r), (0, 0))
+
+
+def avg_pool(x, p: PoolParams):
+    """arm_avgpool_s8: the sum over the window's valid pixels divided by their count, halves
+    rounded away from zero (C division of sum +- count/2), then clamped."""
+    _check(x, p.input_dims, jnp.int8, "input", p)
+    counts = _valid_counts(p)
+    dims, strides, pads = _window(p)
+    with jax.named_scope(p.scope):
+        s = lax.reduce_window(x.astype(jnp.int32), jnp.int32(0), lax.add, dims, strides, pads)
+        half = jnp.asarray(counts // 2)
+        avg = lax.div(jnp.where(s > 0, s + half, s - half), jnp.asarray(counts))  # truncates, as C
+        return jnp.clip(avg, p.activation[0], p.activation[1]).astype(jnp.int8)
+
+
+def max_pool(x, p: PoolParams):
+    """arm_max_pool_s8: the largest valid pixel of the window, then clamped."""
+    _check(x, p.input_dims, jnp.int8, "input", p)
+    _valid_counts(p)
+    dims, strides, pads = _window(p)
+    with jax.named_scope(p.scope):
+        # -128 padding never wins over a valid pixel, so padding is effectively excluded
+        m = lax.reduce_window(x, jnp.int8(-128), lax.max, dims, strides, pads)
+        return jnp.clip(m, p.activation[0], p.activation[1]).astype(jnp.int8)
+
+
+def add(x1, x2, p: AddParams):
+    """arm_elementwise_add_s8: both inputs offset, shifted left, requantized to a common scale,
+    summed, requantized to the output, offset, clamped."""
+    _check(x1, p.shape, jnp.int8, "input 1", p)
+    _check(x2, p.shape, jnp.int8, "input 2", p)
+    with jax.named_scope(p.scope):
+        a = (x1.astype(jnp.int32) + p.input_1_offset) << p.left_shift
+        b = (x2.astype(jnp.int32) + p.input_2_offset) << p.left_shift
+        s = requantize(a, p.input_1_mult, p.input_1_shift) + requantize(b, p.input_2_mult, p.input_2_shift)
+        y = requantize(s, p.out_mult, p.out_shift) + jnp.int32(p.out_offset)
+        return jnp.clip(y, p.activation[0], p.activation[1]).astype(jnp.int8)
+
+
+ACCUM_BITS = 12  # arm_nn_softmax_common_s8
+
+
+def softmax(x, p: SoftmaxParams):
+    """arm_softmax_s8 over the last axis; output scale 1/256, zero point -128."""
+    if x.dtype != jnp.int8 or x.shape[-1] != p.row_size or x.size != p.num_rows * p.row_size:
+        raise ValueError(f"{p.op}: input must be int8 with {p.num_rows} rows of {p.row_size}, "
+                         f"got {x.dtype}{list(x.shape)}")
+    with jax.named_scope(p.scope):
+        xi = x.astype(jnp.int32)
+        diff = xi - jnp.max(xi, axis=-1, keepdims=True)
+        valid = diff >= p.diff_min
+        e = exp_on_negative_values(doubling_high_mult(diff * (1 << p.shift), jnp.int32(p.mult)))
+        total = jnp.sum(jnp.where(valid, divide_by_power_of_two(e, ACCUM_BITS), 0), axis=-1, keepdims=True)
+        headroom = lax.clz(total)
+        # (sum << headroom) - (1 << 31): int32 wraps, leaving the bits below the leading one
+        shifted_scale = one_over_one_plus_x_for_x_in_0_1((total << headroom) ^ jnp.int32(-(1 << 31)))
+        bits_over_unit = ACCUM_BITS - headroom + 23
+        scaled = doubling_high_mult(shifted_scale, e)
+        res = _divide_by_pot_varying(scaled, bits_over_unit) - 128
+        out = jnp.where(valid, jnp.clip(res, -128, 127), -128)
+        return out.astype(jnp.int8)
+
+
+def _divide_by_pot_varying(x, exponent):
+    """arm_nn_divide_by_power_of_two with a traced exponent in [0, 31] (softmax's per-row one)."""
+    mask = (jnp.int32(1) << exponent) - 1
+    remainder = x & mask
+    result = x >> exponent
+    threshold = (mask >> 1) + (result < 0).astype(jnp.int32)
+    return result + (remainder > threshold).astype(jnp.int32)

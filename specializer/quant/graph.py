@@ -1,0 +1,369 @@
+"""A float JAX model as a list of layers the int8 blocks implement.
+
+The function is traced with jax.make_jaxpr; calls (jit, custom_jvp/vjp, closed_call) are
+inlined; everything computed from weights and literals alone is folded to a constant; what
+is left on activations is matched, in program order, against the layer patterns below.
+Anything else is refused with one error naming the primitive and its source line.
+
+Supported (NHWC activations, float32):
+  conv         lax.conv_general_dilated, NHWC/HWIO/NHWC, no dilation, groups 1
+  depthwise    the same with feature_group_count == input channels (any channel multiplier)
+  dense        x @ W / jnp.dot / dot_general of a 2-D activation and a 2-D constant
+  + bias       a constant added right after a conv/depthwise/dense, constant over all but the
+               last (channel) axis
+  relu         max(x, 0) (jnp.maximum, jax.nn.relu) right after conv/depthwise/dense/add/pool:
+               folded into the block's activation clamp, as TFLite fuses it
+  max pool     lax.reduce_window with lax.max (reduce_window_max), any window/stride/padding
+  avg pool     reduce_window_sum divided by the window size, without padding; and jnp.mean
+               over the spatial axes (1, 2) of an NHWC tensor (global average pool)
+  add          two activations of one shape
+  softmax      jax.nn.softmax over the last axis
+  reshape      reshape / squeeze / expand_dims (row-major: the int8 data is unchanged)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from jax.extend import core
+from jax._src import source_info_util
+
+from ..errors import UserError
+
+_CALLS = ("pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+          "custom_vjp_call_jaxpr", "remat", "checkpoint")
+_SHAPE_ONLY = ("reshape", "squeeze", "expand_dims")
+NHWC_HWIO = ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+
+
+class QuantizeError(UserError):
+    """A float model quantize() cannot turn into int8 blocks (one line, names the op)."""
+
+
+@dataclass
+class Eqn:
+    prim: str
+    ins: list          # Var (activation or constant) or Literal
+    outs: list
+    params: dict
+    where: str
+    primitive: object  # the jax Primitive, to evaluate the equation
+
+
+@dataclass
+class Layer:
+    """One int8 block to be: kind in input, conv, depthwise, dense, maxpool, avgpool, gap
+    (global average pool), add, softmax, reshape; `out` is the float var holding its result."""
+    kind: str
+    ins: list
+    out: object
+    attrs: dict = field(default_factory=dict)
+    relu: bool = False
+    where: str = ""
+
+
+@dataclass
+class Graph:
+    invars: list                  # function inputs (activations), in signature order
+    layers: list[Layer]
+    outvars: list
+    consts: dict                  # Var -> np.ndarray of everything folded
+    origin: dict                  # Var -> parameter name, for constants that are a parameter
+    eqns: list[Eqn]               # the flat program (for calibration)
+
+
+def _where(eqn) -> str:
+    try:
+        return source_info_util.summarize(eqn.source_info)
+    except Exception:  # source info is best effort
+        return "?"
+
+
+def _sub_jaxpr(eqn):
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
+        j = eqn.params.get(key)
+        if j is not None:
+            return j
+    return None
+
+
+def flatten(closed: core.ClosedJaxpr, consts: dict) -> tuple[list[Eqn], dict]:
+    """Inline every call; returns flat equations and an alias map (inner var -> outer atom)."""
+    alias: dict = {}
+    eqns: list[Eqn] = []
+
+    def res(a):
+        while not isinstance(a, core.Literal) and a in alias:
+            a = alias[a]
+        return a
+
+    def walk(jaxpr: core.Jaxpr, jconsts, args):
+        for v, c in zip(jaxpr.constvars, jconsts):
+            consts[v] = np.asarray(c)
+        for v, a in zip(jaxpr.invars, args):
+            if v is not a:
+                alias[v] = a
+        for e in jaxpr.eqns:
+            sub = _sub_jaxpr(e) if e.primitive.name in _CALLS else None
+            if sub is not None:
+                inner = sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub
+                inner_consts = sub.consts if isinstance(sub, core.ClosedJaxpr) else ()
+                n = len(inner.invars)
+                walk(inner, inner_consts, [res(a) for a in e.invars[:n]])
+                for o, io in zip(e.outvars, inner.outvars):
+                    alias[o] = res(io)
+                continue
+            eqns.append(Eqn(e.primitive.name, [res(a) for a in e.invars], list(e.outvars),
+                            dict(e.params), _where(e), e.primitive))
+
+    walk(closed.jaxpr, closed.consts, list(closed.jaxpr.invars))
+    return eqns, alias
+
+
+def _is_const(a, consts) -> bool:
+    return isinstance(a, core.Literal) or a in consts
+
+
+def _val(a, consts):
+    return np.asarray(a.val) if isinstance(a, core.Literal) else consts[a]
+
+
+def _desc(a) -> str:
+    return f"{a.aval.dtype}[{','.join(map(str, a.aval.shape))}]"
+
+
+def build(closed: core.ClosedJaxpr, act_invars: list, param_values: dict, param_names: dict) -> Graph:
+    """param_values: invar -> np.ndarray; param_names: invar -> name."""
+    consts = dict(param_values)
+    origin = dict(param_names)
+    eqns, alias = flatten(closed, consts)
+    outvars = [a if isinstance(a, core.Literal) else _res(alias, a) for a in closed.jaxpr.outvars]
+
+    uses: dict = {}
+    for e in eqns:
+        for a in e.ins:
+            if not isinstance(a, core.Literal):
+                uses[a] = uses.get(a, 0) + 1
+    for a in outvars:
+        if not isinstance(a, core.Literal):
+            uses[a] = uses.get(a, 0) + 2  # an output is never folded away
+
+    layers: list[Layer] = [Layer("input", [], v) for v in act_invars]
+    by_var: dict = {v: layer for v, layer in zip(act_invars, layers)}
+    skip = _softmax_groups(eqns, consts, outvars)
+
+    def refuse(e: Eqn, why: str):
+        ins = ", ".join(_desc(a) for a in e.ins)
+        raise QuantizeError(f"quantize: unsupported op '{e.prim}' ({ins}) at {e.where}: {why}")
+
+    def producer(a, e):
+        if isinstance(a, core.Literal) or a not in by_var:
+            refuse(e, "operand is neither an activation nor a constant")
+        return by_var[a]
+
+    def emit(kind, ins, out, e, **attrs):
+        layer = Layer(kind, ins, out, attrs, where=e.where)
+        layers.append(layer)
+        by_var[out] = layer
+        return layer
+
+    def fold(layer, old, new):
+        del by_var[old]
+        layer.out = new
+        by_var[new] = layer
+
+    for idx, e in enumerate(eqns):
+        if idx in skip:
+            if skip[idx] is not None:
+                x, out = skip[idx]
+                emit("softmax", [producer(x, e)], out, e)
+            continue
+        if all(_is_const(a, consts) for a in e.ins):
+            vals = [_val(a, consts) for a in e.ins]
+            outs = e.primitive.bind(*vals, **e.params)
+            outs = outs if e.primitive.multiple_results else [outs]
+            for o, v in zip(e.outs, outs):
+                consts[o] = np.asarray(v)
+                if len(e.ins) == 1 and e.prim in _SHAPE_ONLY + ("broadcast_in_dim", "convert_element_type") \
+                        and e.ins[0] in origin:
+                    origin[o] = origin[e.ins[0]]
+            continue
+        out = e.outs[0]
+        if e.prim == "conv_general_dilated":
+            x, w = e.ins
+            if not _is_const(w, consts):
+                refuse(e, "the filter must be a constant (a weight)")
+            p = e.params
+            if tuple(map(tuple, p["dimension_numbers"])) != NHWC_HWIO:
+                refuse(e, "dimension numbers must be NHWC / HWIO / NHWC")
+            if set(p["lhs_dilation"]) != {1} or set(p["rhs_dilation"]) != {1} or p["batch_group_count"] != 1:
+                refuse(e, "dilated or batch-grouped convolutions are not supported")
+            cin = x.aval.shape[3]
+            groups = p["feature_group_count"]
+            wv = _val(w, consts)
+            attrs = dict(w=wv, w_var=w, stride=tuple(p["window_strides"]),
+                         padding=tuple(tuple(q) for q in p["padding"]))
+            if groups == 1:
+                emit("conv", [producer(x, e)], out, e, **attrs)
+            elif groups == cin and wv.shape[2] == 1:
+                emit("depthwise", [producer(x, e)], out, e, ch_mult=wv.shape[3] // cin, **attrs)
+            else:
+                refuse(e, f"feature_group_count {groups} is neither 1 nor the input channels {cin}")
+        elif e.prim == "dot_general":
+            x, w = e.ins
+            (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+            if not _is_const(w, consts) or len(x.aval.shape) != 2 or len(w.aval.shape) != 2 \
+                    or tuple(lc) != (1,) or tuple(rc) != (0,) or lb or rb:
+                refuse(e, "only activation[batch, in] @ constant[in, out] is a dense layer")
+            emit("dense", [producer(x, e)], out, e, w=_val(w, consts), w_var=w)
+        elif e.prim == "add":
+            a, b = e.ins
+            if _is_const(a, consts):
+                a, b = b, a
+            if _is_const(b, consts):
+                layer = producer(a, e)
+                bv = np.broadcast_to(_val(b, consts), out.aval.shape)
+                per_channel = bv.reshape(-1, bv.shape[-1])
+                if layer.kind not in ("conv", "depthwise", "dense") or "bias" in layer.attrs or layer.relu \
+                        or uses.get(a, 0) != 1 or not (per_channel == per_channel[:1]).all():
+                    refuse(e, "a constant may only be added as a per-channel bias right after a "
+                              "conv/depthwise/dense")
+                layer.attrs["bias"] = per_channel[0].astype(np.float32)
+                layer.attrs["b_var"] = b
+                fold(layer, a, out)
+            else:
+                if a.aval.shape != b.aval.shape:
+                    refuse(e, "the two activations must have one shape (no broadcasting)")
+                emit("add", [producer(a, e), producer(b, e)], out, e)
+        elif e.prim == "max":
+            a, b = e.ins
+            if _is_const(a, consts):
+                a, b = b, a
+            if not _is_const(b, consts) or np.any(_val(b, consts) != 0):
+                refuse(e, "only max(x, 0) (relu) is supported")
+            layer = producer(a, e)
+            if layer.kind not in ("conv", "depthwise", "dense", "add", "maxpool", "avgpool") \
+                    or layer.relu or uses.get(a, 0) != 1:
+                refuse(e, "relu must directly follow a conv/depthwise/dense/add/pool whose "
+                          "result nothing else reads")
+            layer.relu = True
+            fold(layer, a, out)
+        elif e.prim == "reduce_window_max":
+            _pool(e, refuse, emit, producer, "maxpool")
+        elif e.prim == "reduce_window_sum":
+            _pool(e, refuse, emit, producer, "windowsum")
+        elif e.prim == "reduce_sum":
+            x = e.ins[0]
+            if len(x.aval.shape) != 4 or tuple(e.params["axes"]) != (1, 2):
+                refuse(e, "only a sum over axes (1, 2) of an NHWC tensor (global average pool)")
+            emit("spatialsum", [producer(x, e)], out, e)
+        elif e.prim == "div":
+            a, b = e.ins
+            layer = producer(a, e)
+            if layer.kind not in ("windowsum", "spatialsum") or not _is_const(b, consts) or uses.get(a, 0) != 1:
+                refuse(e, "division is only supported as the mean of a window or spatial sum")
+            d = np.unique(_val(b, consts))
+            n = int(np.prod(layer.attrs["window"])) if layer.kind == "windowsum" else \
+                int(np.prod(layer.ins[0].out.aval.shape[1:3]))
+            if d.size != 1 or d[0] != n:
+                refuse(e, f"the divisor {d.tolist()} is not the window size {n}")
+            if layer.kind == "windowsum" and any(p != (0, 0) for p in layer.attrs["padding"]):
+                refuse(e, "an average pool whose float form counts padding as zeros differs from "
+                          "TFLite's (padding not counted); use VALID padding")
+            layer.kind = "avgpool" if layer.kind == "windowsum" else "gap"
+            fold(layer, a, out)
+        elif e.prim in _SHAPE_ONLY:
+            emit("reshape", [producer(e.ins[0], e)], out, e, shape=tuple(out.aval.shape))
+        elif e.prim in ("convert_element_type", "copy", "copy_p", "stop_gradient") \
+                and e.ins[0].aval.dtype == out.aval.dtype:
+            emit("reshape", [producer(e.ins[0], e)], out, e, shape=tuple(out.aval.shape))
+        else:
+            refuse(e, "no int8 block for it (supported: conv, depthwise conv, dense, bias add, relu, "
+                      "max/avg pool, mean over H and W, add, softmax, reshape)")
+    for layer in layers:
+        if layer.kind in ("windowsum", "spatialsum"):
+            raise QuantizeError(f"quantize: a window/spatial sum at {layer.where} is not divided by its "
+                                "size (only averages are supported)")
+    for v in outvars:
+        if isinstance(v, core.Literal) or v not in by_var:
+            raise QuantizeError("quantize: every output must be computed from the inputs")
+    return Graph(list(act_invars), layers, outvars, consts, origin, eqns)
+
+
+def _res(alias, a):
+    while a in alias:
+        a = alias[a]
+    return a
+
+
+def _pool(e: Eqn, refuse, emit, producer, kind: str):
+    x = e.ins[0]
+    p = e.params
+    dims, strides, pads = tuple(p["window_dimensions"]), tuple(p["window_strides"]), tuple(map(tuple, p["padding"]))
+    if len(dims) != 4 or dims[0] != 1 or dims[3] != 1 or strides[0] != 1 or strides[3] != 1 \
+            or pads[0] != (0, 0) or pads[3] != (0, 0):
+        refuse(e, "only pools over H and W of an NHWC tensor")
+    if set(p["base_dilation"]) != {1} or set(p["window_dilation"]) != {1}:
+        refuse(e, "dilated pooling windows are not supported")
+    emit(kind, [producer(x, e)], e.outs[0], e, window=dims[1:3], stride=strides[1:3], padding=pads[1:3])
+
+
+def _softmax_groups(eqns: list[Eqn], consts, outvars) -> dict:
+    """Find jax.nn.softmax over the last axis: div(exp(x - bcast(max(x))), bcast(sum(exp(...)))).
+    Returns eqn index -> None (absorbed into the softmax) or (x, out var) at its final div."""
+    defs = {}
+    readers: dict = {}
+    for i, e in enumerate(eqns):
+        for o in e.outs:
+            defs[o] = i
+        for a in e.ins:
+            if not isinstance(a, core.Literal):
+                readers.setdefault(a, set()).add(i)
+    for a in outvars:
+        readers.setdefault(a, set()).add(-1)  # a model output is read outside
+    groups: dict = {}
+
+    def through(v, prims):
+        """Follow single-input shape/identity eqns back; returns (var, eqn indices)."""
+        seen = []
+        while v in defs and eqns[defs[v]].prim in prims:
+            i = defs[v]
+            seen.append(i)
+            e = eqns[i]
+            nonconst = [a for a in e.ins if not _is_const(a, consts)]
+            if len(nonconst) != 1:
+                break
+            v = nonconst[0]
+        return v, seen
+
+    for i, e in enumerate(eqns):
+        if e.prim != "div" or e.ins[0] not in defs:
+            continue
+        j = defs[e.ins[0]]
+        if eqns[j].prim != "exp" or eqns[j].ins[0] not in defs:
+            continue
+        s_var, s_path = through(e.ins[1], ("broadcast_in_dim", "reshape"))
+        if s_var not in defs or eqns[defs[s_var]].prim != "reduce_sum" or eqns[defs[s_var]].ins[0] is not e.ins[0]:
+            continue
+        k = defs[eqns[j].ins[0]]
+        sub = eqns[k]
+        if sub.prim != "sub":
+            continue
+        x = sub.ins[0]
+        m_var, m_path = through(sub.ins[1], ("broadcast_in_dim", "reshape", "stop_gradient", "max"))
+        if m_var not in defs or eqns[defs[m_var]].prim != "reduce_max":
+            continue
+        rank = len(x.aval.shape)
+        rmax, rsum = eqns[defs[m_var]], eqns[defs[s_var]]
+        if rmax.ins[0] is not x or tuple(rmax.params["axes"]) != (rank - 1,) \
+                or tuple(rsum.params["axes"]) != (rank - 1,):
+            continue
+        members = [defs[m_var], k, j, defs[s_var]] + m_path + s_path
+        inside = set(members) | {i}
+        if any(not readers.get(o, set()) <= inside for m in members for o in eqns[m].outs):
+            continue  # an intermediate is read elsewhere: not a plain softmax
+        for m in members:
+            groups[m] = None
+        groups[i] = (x, e.outs[0])
+    return groups

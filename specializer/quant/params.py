@@ -1,0 +1,200 @@
+"""The static parameters of each int8 block, as CMSIS-NN's s8 functions take them.
+
+Every field is a plain Python int or tuple, so a later lowering can build CMSIS-NN's structs
+(cmsis_nn_dims, cmsis_nn_conv_params, cmsis_nn_per_channel_quant_params, ...) from them. A block
+runs inside `jax.named_scope(p.scope)`; the scope ("cmsis_nn.<op>.<digest>") appears in the
+op_name metadata of every HLO instruction the block produces, and `lookup(scope)` gives back the
+parameters (registered when the block is traced, in the same process). The digest is a hash of
+the parameters: equal parameters, equal name, in every run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+from typing import ClassVar
+
+Pair = tuple[int, int]
+
+_REGISTRY: dict[str, object] = {}
+
+
+def lookup(scope: str):
+    """The parameters of the block whose scope name is (or ends) `scope`."""
+    key = scope.rsplit("/", 1)[-1]
+    if key not in _REGISTRY:
+        raise KeyError(f"no int8 block registered under '{key}'")
+    return _REGISTRY[key]
+
+
+def registered() -> dict[str, dict]:
+    """Every block traced so far in this process: scope name -> its parameters (JSON-ready),
+    for a capture that wants to write them next to the HLO."""
+    return {k: v.to_dict() for k, v in sorted(_REGISTRY.items())}
+
+
+class _Block:
+    op: ClassVar[str]
+
+    @property
+    def scope(self) -> str:
+        digest = hashlib.sha1(repr(self).encode()).hexdigest()[:12]
+        name = f"cmsis_nn.{self.op}.{digest}"
+        _REGISTRY.setdefault(name, self)
+        return name
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, **{k: _lists(v) for k, v in dataclasses.asdict(self).items()}}
+
+
+def _lists(v):
+    return [_lists(x) for x in v] if isinstance(v, tuple) else v
+
+
+def _check_act(act: Pair, where: str) -> None:
+    lo, hi = act
+    if not -128 <= lo <= hi <= 127:
+        raise ValueError(f"{where}: activation range {act} is not within [-128, 127]")
+
+
+def _check_quant(multipliers, shifts, n: int, where: str) -> None:
+    if len(multipliers) != len(shifts) or len(multipliers) not in (1, n):
+        raise ValueError(f"{where}: need 1 or {n} multipliers and as many shifts, "
+                         f"got {len(multipliers)} and {len(shifts)}")
+    for m, s in zip(multipliers, shifts):
+        if not 0 <= m < 1 << 31 or not -31 <= s <= 30:
+            raise ValueError(f"{where}: multiplier {m} / shift {s} out of range "
+                             "([0, 2**31) and [-31, 30])")
+
+
+@dataclass(frozen=True)
+class ConvParams(_Block):
+    """arm_convolve_s8: NHWC input, OHWI filter [Cout, KH, KW, Cin], per-output-channel
+    requantization. padding is ((top, bottom), (left, right)); CMSIS-NN's conv_params.padding
+    is (top, left), the bottom/right padding follows from output_dims."""
+    op: ClassVar[str] = "convolve_s8"
+    input_dims: tuple[int, int, int, int]
+    filter_dims: tuple[int, int, int, int]
+    output_dims: tuple[int, int, int, int]
+    stride: Pair
+    padding: tuple[Pair, Pair]
+    input_offset: int
+    output_offset: int
+    activation: Pair
+    multipliers: tuple[int, ...]
+    shifts: tuple[int, ...]
+
+    def __post_init__(self):
+        _check_act(self.activation, self.op)
+        _check_quant(self.multipliers, self.shifts, self.filter_dims[0], self.op)
+
+
+@dataclass(frozen=True)
+class DepthwiseParams(_Block):
+    """arm_depthwise_conv_s8: NHWC input, filter [1, KH, KW, Cin * ch_mult]; output channel
+    c * ch_mult + m reads input channel c."""
+    op: ClassVar[str] = "depthwise_conv_s8"
+    input_dims: tuple[int, int, int, int]
+    filter_dims: tuple[int, int, int, int]
+    output_dims: tuple[int, int, int, int]
+    ch_mult: int
+    stride: Pair
+    padding: tuple[Pair, Pair]
+    input_offset: int
+    output_offset: int
+    activation: Pair
+    multipliers: tuple[int, ...]
+    shifts: tuple[int, ...]
+
+    def __post_init__(self):
+        _check_act(self.activation, self.op)
+        _check_quant(self.multipliers, self.shifts, self.filter_dims[3], self.op)
+
+
+@dataclass(frozen=True)
+class FullyConnectedParams(_Block):
+    """arm_fully_connected_s8: input [batch, in], filter [out, in] (TFLite's layout); one
+    multiplier/shift (per tensor) or one per output."""
+    op: ClassVar[str] = "fully_connected_s8"
+    batch: int
+    in_features: int
+    out_features: int
+    input_offset: int
+    output_offset: int
+    activation: Pair
+    multipliers: tuple[int, ...]
+    shifts: tuple[int, ...]
+
+    def __post_init__(self):
+        _check_act(self.activation, self.op)
+        _check_quant(self.multipliers, self.shifts, self.out_features, self.op)
+
+
+@dataclass(frozen=True)
+class PoolParams(_Block):
+    """arm_avgpool_s8 / arm_max_pool_s8 (kind "avg" / "max"): input and output share scale and
+    zero point; padded positions are not counted."""
+    kind: str
+    input_dims: tuple[int, int, int, int]
+    filter: Pair
+    output_dims: tuple[int, int, int, int]
+    stride: Pair
+    padding: tuple[Pair, Pair]
+    activation: Pair
+
+    def __post_init__(self):
+        if self.kind not in ("avg", "max"):
+            raise ValueError(f"pool kind must be 'avg' or 'max', got {self.kind!r}")
+        _check_act(self.activation, self.op)
+
+    @property
+    def op(self) -> str:  # type: ignore[override]
+        return "avgpool_s8" if self.kind == "avg" else "max_pool_s8"
+
+
+@dataclass(frozen=True)
+class AddParams(_Block):
+    """arm_elementwise_add_s8 on two tensors of one shape."""
+    op: ClassVar[str] = "elementwise_add_s8"
+    shape: tuple[int, ...]
+    input_1_offset: int
+    input_1_mult: int
+    input_1_shift: int
+    input_2_offset: int
+    input_2_mult: int
+    input_2_shift: int
+    left_shift: int
+    out_offset: int
+    out_mult: int
+    out_shift: int
+    activation: Pair
+
+    def __post_init__(self):
+        _check_act(self.activation, self.op)
+        for m, s in ((self.input_1_mult, self.input_1_shift), (self.input_2_mult, self.input_2_shift),
+                     (self.out_mult, self.out_shift)):
+            _check_quant((m,), (s,), 1, self.op)
+        # CMSIS-NN's DSP path widens (x + offset) as 16 bits and relies on the shift to push the
+        # sign into place; from 16 on it equals the plain C path.
+        if not 16 <= self.left_shift <= 23:
+            raise ValueError(f"{self.op}: left_shift {self.left_shift} outside [16, 23]")
+
+
+@dataclass(frozen=True)
+class SoftmaxParams(_Block):
+    """arm_softmax_s8 over the last axis: output scale 1/256, zero point -128 (TFLite's)."""
+    op: ClassVar[str] = "softmax_s8"
+    num_rows: int
+    row_size: int
+    mult: int
+    shift: int
+    diff_min: int
+
+    def __post_init__(self):
+        # the sum of 2**19-scaled exponentials must leave 4 bits of headroom (shift <= 31)
+        if not 1 <= self.row_size <= 512:
+            raise ValueError(f"{self.op}: row size {self.row_size} outside [1, 512]")
+        _check_quant((self.mult,), (0,), 1, self.op)
+        if not 0 <= self.shift <= 30 or self.diff_min > 0:
+            raise ValueError(f"{self.op}: shift {self.shift} outside [0, 30] or diff_min {self.diff_min} > 0")

@@ -1,0 +1,304 @@
+"""Post-training quantization: a float JAX model -> an int8 model built from the blocks.
+
+quantize(fn, params, calibration_inputs):
+  1. graph.build matches the traced model against the layers the blocks implement;
+  2. the float program runs on every calibration input (one jit) and each layer's output
+     range is recorded (min/max, widened to include 0);
+  3. each layer gets TFLite's int8 scheme: asymmetric activations (scale = range / 255, zero
+     point rounded), symmetric int8 weights (per output channel for conv and depthwise, per
+     tensor for dense), int32 biases at input scale x weight scale, fixed-point multipliers
+     from quantize_multiplier; pools and reshapes keep their input's scale and zero point,
+     softmax outputs scale 1/256 and zero point -128, relu becomes the clamp at the zero point.
+The result is a plain JAX function of int8 inputs and int8/int32 parameters.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import blocks
+from .fixedpoint import quantize_multiplier
+from jax.extend.core import Literal
+
+from .graph import Graph, Layer, QuantizeError, build
+from .params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
+                     SoftmaxParams)
+
+SOFTMAX_INTEGER_BITS = 5  # TFLite's kScaledDiffIntegerBits
+ADD_LEFT_SHIFT = 20       # TFLite's int8 add
+
+
+@dataclass(frozen=True)
+class QParams:
+    """real = scale * (q - zero_point)."""
+    scale: float
+    zero_point: int
+
+    def quantize(self, x) -> np.ndarray:
+        """Host-side, TFLite's Quantize: round halves away from zero, saturate."""
+        v = np.asarray(x, np.float64) / self.scale
+        q = np.sign(v) * np.floor(np.abs(v) + 0.5) + self.zero_point
+        return np.clip(q, -128, 127).astype(np.int8)
+
+    def dequantize(self, q) -> np.ndarray:
+        return ((np.asarray(q, np.int32) - self.zero_point) * self.scale).astype(np.float32)
+
+
+def softmax_params(input_scale: float, num_rows: int, row_size: int, beta: float = 1.0) -> SoftmaxParams:
+    """TFLite's PreprocessSoftmaxScaling and CalculateInputRadius for int8 input."""
+    real = min(beta * input_scale * (1 << (31 - SOFTMAX_INTEGER_BITS)), (1 << 31) - 1.0)
+    mult, shift = quantize_multiplier(real)
+    if shift < 0:
+        raise QuantizeError(f"quantize: softmax input scale {input_scale} is too small (multiplier {real} < 1)")
+    radius = math.floor(((1 << SOFTMAX_INTEGER_BITS) - 1) * (1 << (31 - SOFTMAX_INTEGER_BITS)) / (1 << shift))
+    return SoftmaxParams(num_rows=num_rows, row_size=row_size, mult=mult, shift=shift, diff_min=-radius)
+
+
+def activation_qparams(lo: float, hi: float) -> QParams:
+    """TFLite's asymmetric int8 from a float range (widened to hold 0 exactly)."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    if hi == lo:
+        return QParams(1.0, -128)
+    scale = (hi - lo) / 255.0
+    zp = int(np.clip(np.round(-128 - lo / scale), -128, 127))
+    return QParams(scale, zp)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One int8 block call: kind, block params, input layer indices, weight/bias names."""
+    kind: str
+    block: object
+    ins: tuple[int, ...]
+    weight: str | None = None
+    bias: str | None = None
+
+
+class QuantizedModel:
+    """The int8 model: call it with int8 inputs and the int8/int32 params (by name or in
+    signature order); `inputs`/`outputs` give the QParams to quantize inputs and dequantize
+    outputs; `steps` lists each block with its static parameters."""
+
+    def __init__(self, name, input_names, inputs, outputs, steps, out_index, param_names):
+        self.__name__ = self.__qualname__ = name
+        self.inputs: dict[str, QParams] = dict(zip(input_names, inputs))
+        self.outputs: tuple[QParams, ...] = tuple(outputs)
+        self.steps: tuple[Step, ...] = tuple(steps)
+        self._out_index = out_index
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in list(input_names) + param_names])
+
+    def __call__(self, *args, **kwargs):
+        bound = self.__signature__.bind(*args, **kwargs).arguments
+        vals = [bound[n] for n in self.inputs]
+        for s in self.steps:
+            x = [vals[i] for i in s.ins]
+            w = bound[s.weight] if s.weight else None
+            b = bound[s.bias] if s.bias else None
+            vals.append(_run(s, x, w, b))
+        outs = tuple(vals[i] for i in self._out_index)
+        return outs[0] if len(outs) == 1 else outs
+
+    def run_float(self, params: dict, **float_inputs):
+        """Quantize float inputs, run the int8 model, dequantize: the float view of it."""
+        q = {n: jnp.asarray(self.inputs[n].quantize(float_inputs[n])) for n in self.inputs}
+        outs = self(**q, **params)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        deq = tuple(qp.dequantize(o) for qp, o in zip(self.outputs, outs))
+        return deq[0] if len(deq) == 1 else deq
+
+
+def _run(s: Step, x, w, b):
+    if s.kind == "conv":
+        return blocks.conv2d(x[0], w, b, s.block)
+    if s.kind == "depthwise":
+        return blocks.depthwise_conv2d(x[0], w, b, s.block)
+    if s.kind == "dense":
+        return blocks.fully_connected(x[0], w, b, s.block)
+    if s.kind == "maxpool":
+        return blocks.max_pool(x[0], s.block)
+    if s.kind == "avgpool":
+        return blocks.avg_pool(x[0], s.block)
+    if s.kind == "gap":
+        y = blocks.avg_pool(x[0], s.block)
+        return y.reshape(y.shape[0], y.shape[3])
+    if s.kind == "add":
+        return blocks.add(x[0], x[1], s.block)
+    if s.kind == "softmax":
+        return blocks.softmax(x[0], s.block)
+    if s.kind == "reshape":
+        return x[0].reshape(s.block)
+    raise AssertionError(s.kind)
+
+
+def _calibrate(g: Graph, names: list[str], samples: Sequence[dict]) -> dict:
+    """min/max of every layer's float output over the calibration samples."""
+    watch = [layer.out for layer in g.layers]
+
+    def run(*xs):
+        env = dict(zip(g.invars, xs))
+
+        def read(a):
+            if isinstance(a, Literal):
+                return a.val
+            return env[a] if a in env else g.consts[a]
+        for e in g.eqns:
+            if all(o in g.consts for o in e.outs):
+                continue  # folded at build time
+            outs = e.primitive.bind(*[read(a) for a in e.ins], **e.params)
+            outs = outs if e.primitive.multiple_results else [outs]
+            env.update(zip(e.outs, outs))
+        return [(jnp.min(env[v]), jnp.max(env[v])) for v in watch]
+
+    fn = jax.jit(run)
+    lo = np.full(len(watch), np.inf)
+    hi = np.full(len(watch), -np.inf)
+    for k, sample in enumerate(samples):
+        missing = [n for n in names if n not in sample]
+        if missing:
+            raise QuantizeError(f"quantize: calibration input {k} lacks {', '.join(missing)}")
+        r = fn(*[jnp.asarray(sample[n], jnp.float32) for n in names])
+        lo = np.minimum(lo, [float(a) for a, _ in r])
+        hi = np.maximum(hi, [float(b) for _, b in r])
+    return {id(layer): (lo[i], hi[i]) for i, layer in enumerate(g.layers)}
+
+
+def _weight_scales(w: np.ndarray, per_channel: bool) -> np.ndarray:
+    """Symmetric int8: scale = max|w| / 127 over the last (output) axis or the whole tensor."""
+    amax = np.abs(w).reshape(-1, w.shape[-1]).max(axis=0) if per_channel else np.array([np.abs(w).max()])
+    return np.where(amax > 0, amax / 127.0, 1.0)
+
+
+def _quant_weights(w, scales):
+    return np.clip(np.round(w / scales), -127, 127).astype(np.int8)
+
+
+def _mults(real) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    ms = [quantize_multiplier(float(r)) for r in np.atleast_1d(real)]
+    return tuple(m for m, _ in ms), tuple(s for _, s in ms)
+
+
+def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], name: str | None = None):
+    """Quantize float model `fn` (parameters: its inputs, then weights given in `params`) with
+    min/max calibration over `calibration_inputs` (a list of {input name: float array}).
+    Returns (model, qparams): model(**int8_inputs, **qparams) gives the int8 outputs."""
+    names = [n for n in inspect.signature(fn).parameters]
+    input_names = [n for n in names if n not in params]
+    unknown = [k for k in params if k not in names]
+    if unknown:
+        raise QuantizeError(f"quantize: {', '.join(unknown)} are not parameters of {fn.__name__}")
+    if not calibration_inputs:
+        raise QuantizeError("quantize: needs at least one calibration input")
+    first = calibration_inputs[0]
+    args = [np.asarray(first[n], np.float32) if n in input_names else np.asarray(params[n], np.float32)
+            for n in names]
+    closed = jax.make_jaxpr(fn)(*args)
+    invars = closed.jaxpr.invars
+    act_invars = [v for n, v in zip(names, invars) if n in input_names]
+    pvals = {v: np.asarray(params[n], np.float32) for n, v in zip(names, invars) if n in params}
+    pnames = {v: n for n, v in zip(names, invars) if n in params}
+    g = build(closed, act_invars, pvals, pnames)
+    ranges = _calibrate(g, input_names, calibration_inputs)
+
+    index = {id(layer): i for i, layer in enumerate(g.layers)}
+    qp: list[QParams] = []
+    steps: list[Step] = []
+    qparams: dict[str, np.ndarray] = {}
+    taken = set(input_names)
+
+    def pname(var, fallback):
+        n = g.origin.get(var, fallback)
+        while n in taken:
+            n = n + "_"
+        taken.add(n)
+        return n
+
+    for i, layer in enumerate(g.layers):
+        if layer.kind == "input":
+            qp.append(activation_qparams(*ranges[id(layer)]))
+            continue
+        src = [index[id(p)] for p in layer.ins]
+        qin = qp[src[0]]
+        step, q = _layer(layer, i, qin, [qp[s] for s in src], ranges[id(layer)], src, qparams, pname)
+        steps.append(step)
+        qp.append(q)
+    by_out = {layer.out: i for i, layer in enumerate(g.layers)}
+    out_index = [by_out[v] for v in g.outvars]
+    model = QuantizedModel(name or f"{fn.__name__}_int8", input_names, qp[:len(input_names)],
+                           [qp[i] for i in out_index], steps, out_index, list(qparams))
+    return model, qparams
+
+
+def _act(relu: bool, q: QParams) -> tuple[int, int]:
+    return (max(-128, q.zero_point), 127) if relu else (-128, 127)
+
+
+def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname):
+    a = layer.attrs
+    x_shape = tuple(layer.ins[0].out.aval.shape)
+    out_shape = tuple(layer.out.aval.shape)
+    if layer.kind in ("conv", "depthwise", "dense"):
+        q = activation_qparams(*rng)
+        w = a["w"]
+        per_channel = layer.kind != "dense"
+        ws = _weight_scales(w, per_channel)
+        bias = a.get("bias")
+        wname = pname(a["w_var"], f"w{i}")
+        bname = pname(a["b_var"], f"b{i}") if bias is not None else None
+        if bias is not None:
+            qb = np.round(bias / (qin.scale * ws))
+            qparams_b = np.clip(qb, -(1 << 31), (1 << 31) - 1).astype(np.int32)
+        mults, shifts = _mults(qin.scale * ws / q.scale)
+        common = dict(input_offset=-qin.zero_point, output_offset=q.zero_point,
+                      activation=_act(layer.relu, q), multipliers=mults, shifts=shifts)
+        if layer.kind == "conv":
+            kh, kw, cin, cout = w.shape
+            qparams[wname] = _quant_weights(w, ws).transpose(3, 0, 1, 2)  # HWIO -> OHWI
+            block = ConvParams(input_dims=x_shape, filter_dims=(cout, kh, kw, cin), output_dims=out_shape,
+                               stride=a["stride"], padding=a["padding"], **common)
+        elif layer.kind == "depthwise":
+            kh, kw, _, cout = w.shape
+            qparams[wname] = _quant_weights(w, ws).transpose(2, 0, 1, 3)  # HW1C -> 1HWC
+            block = DepthwiseParams(input_dims=x_shape, filter_dims=(1, kh, kw, cout), output_dims=out_shape,
+                                    ch_mult=a["ch_mult"], stride=a["stride"], padding=a["padding"], **common)
+        else:
+            qparams[wname] = np.ascontiguousarray(_quant_weights(w, ws).T)  # [in, out] -> [out, in]
+            block = FullyConnectedParams(batch=x_shape[0], in_features=w.shape[0], out_features=w.shape[1],
+                                         **common)
+        if bias is not None:
+            qparams[bname] = qparams_b
+        return Step(layer.kind, block, tuple(src), wname, bname), q
+    if layer.kind in ("maxpool", "avgpool", "gap"):
+        if layer.kind == "gap":
+            n, h, wd, c = x_shape
+            window, stride, padding, odims = (h, wd), (1, 1), ((0, 0), (0, 0)), (n, 1, 1, c)
+        else:
+            window, stride, padding, odims = a["window"], a["stride"], a["padding"], out_shape
+        block = PoolParams(kind="max" if layer.kind == "maxpool" else "avg", input_dims=x_shape, filter=window,
+                           output_dims=odims, stride=stride, padding=padding, activation=_act(layer.relu, qin))
+        return Step(layer.kind, block, tuple(src)), qin
+    if layer.kind == "add":
+        q = activation_qparams(*rng)
+        q1, q2 = qins
+        twice = 2 * max(q1.scale, q2.scale)
+        m1, s1 = quantize_multiplier(q1.scale / twice)
+        m2, s2 = quantize_multiplier(q2.scale / twice)
+        mo, so = quantize_multiplier(twice / ((1 << ADD_LEFT_SHIFT) * q.scale))
+        block = AddParams(shape=out_shape, input_1_offset=-q1.zero_point, input_1_mult=m1, input_1_shift=s1,
+                          input_2_offset=-q2.zero_point, input_2_mult=m2, input_2_shift=s2,
+                          left_shift=ADD_LEFT_SHIFT, out_offset=q.zero_point, out_mult=mo, out_shift=so,
+                          activation=_act(layer.relu, q))
+        return Step("add", block, tuple(src)), q
+    if layer.kind == "softmax":
+        rows = int(np.prod(out_shape[:-1]))
+        return Step("softmax", softmax_params(qin.scale, rows, out_shape[-1]), tuple(src)), QParams(1 / 256, -128)
+    if layer.kind == "reshape":
+        return Step("reshape", a["shape"], tuple(src)), qin
+    raise AssertionError(layer.kind)
