@@ -128,3 +128,35 @@ def test_rewritten_asm_matches_assembled_asm_on_cortex_m4(tmp_path):
         assert res == expect, name
         ops += 1
     assert ops == 48
+
+
+# =========================================================================== a module given to specialize
+
+MODULE = """target triple = "thumbv7em-unknown-none-eabihf"
+
+define i32 @dsp(i32 %a, i32 %b, i32 %c) {
+  %1 = tail call i32 asm sideeffect "smlad $0, $1, $2, $3", "=r,r,r,r"(i32 %a, i32 %b, i32 %c)
+  %2 = tail call i32 asm "BODY", "=r,r"(i32 %1)
+  ret i32 %2
+}
+"""
+
+
+def test_module_with_dsp_asm_is_specialized(tmp_path):
+    from test_bad_input import run_cli
+
+    ll = tmp_path / "dsp.ll"
+    ll.write_text(MODULE.replace("BODY", "sxtb16 $0, $1"))
+    out = tmp_path / "o.ll"
+    r = run_cli("--all-args", ll, "-S", "-o", out)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "@llvm.arm.smlad" in text and "@llvm.arm.sxtb16" in text and " asm " not in text
+
+
+def test_module_with_other_asm_is_one_line_error(tmp_path):
+    from test_bad_input import assert_one_line_error, run_cli
+
+    ll = tmp_path / "rbit.ll"
+    ll.write_text(MODULE.replace("BODY", "rbit $0, $1"))
+    assert_one_line_error(run_cli("--all-args", ll, "-S", "-o", tmp_path / "o.ll"), str(ll), "'dsp'", "rbit $0, $1")
