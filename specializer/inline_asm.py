@@ -43,7 +43,7 @@ _CALL = re.compile(
     rf'^(?P<indent>\s*)(?P<res>{_NAME}) = (?P<tail>(?:tail |notail )?)call (?P<ty>i32) '
     r'asm (?:sideeffect )?(?:alignstack )?(?:inteldialect )?(?:unwind )?'
     r'"(?P<tpl>[^"]*)", "(?P<cons>[^"]*)"\((?P<args>[^()]*)\)')
-_ANY_ASM = re.compile(r'\b(?:call|invoke|callbr)\b[^"]*?\basm\b[^"]*"(?P<tpl>[^"]*)"')
+_ANY_ASM = re.compile(r'\b(?:call|invoke|callbr) [^"@%]*\basm (?:\w+ )*"(?P<tpl>[^"]*)"')
 _DEFINE = re.compile(r'^define\b[^@]*@("[^"]+"|[-\w.$]+)\(')
 
 
