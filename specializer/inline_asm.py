@@ -97,11 +97,8 @@ def _operands(template: str, constraints: str, args: list[str]) -> tuple[str, li
         return None
     shift = None
     m = re.fullmatch(r"(lsl|asr|ror) #?(\$\d+|\d+)", fields[-1])
-    if m:
-        shift_field = m.group(2)
-        fields = fields[:-1]
-        shift = m.group(1)
-        fields.append(shift_field)
+    if m:  # the shift amount becomes the last operand
+        shift, fields = m.group(1), [*fields[:-1], m.group(2)]
     ops: list[Operand] = []
     for f in fields[1:]:
         lit = re.fullmatch(r"#?(\d+)", f)
@@ -166,7 +163,7 @@ def _translate(e: _Emitter, mnem: str, ops: list[Operand], shift: str | None) ->
         amount = int(ops[2].value) if kinds == "rri" else 0
         if (mnem == "pkhbt" and shift not in (None, "lsl")) or (mnem == "pkhtb" and shift not in (None, "asr")):
             return None
-        if (shift is None) != (kinds == "rr") or not 0 <= amount <= 32:
+        if (shift is None) != (kinds == "rr") or not 0 <= amount <= (31 if mnem == "pkhbt" else 32):
             return None
         a, b = regs
         if mnem == "pkhbt":  # Rd = Rn[15:0] | (Rm << n)[31:16]

@@ -47,6 +47,11 @@ define i32 @unknown_mnemonic(i32 %a) {
   ret i32 %r
 }
 
+define i32 @pkhbt_out_of_range(i32 %a, i32 %b) {
+  %r = call i32 asm "pkhbt $0, $1, $2, lsl $3", "=r,r,r,I"(i32 %a, i32 %b, i32 32)
+  ret i32 %r
+}
+
 define i32 @fine(i32 %a) {
   %r = call i32 asm "sxtb16 $0, $1", "=r,r"(i32 %a)
   ret i32 %r
@@ -58,7 +63,8 @@ def test_what_cannot_be_rewritten_is_named():
     out = inline_asm.rewrite(LEFTOVERS)
     assert out.count == 1  # only @fine
     left = inline_asm.leftover(out.text)
-    assert [x.function for x in left] == ["mve_memset", "non-constant rotation", "unknown_mnemonic"]
+    assert [x.function for x in left] == ["mve_memset", "non-constant rotation", "unknown_mnemonic",
+                                          "pkhbt_out_of_range"]  # fmt: skip
     assert left[2].template == "rbit $0, $1"
     assert inline_asm.leftover('module asm ".globl x"\n') == [inline_asm.Leftover("(module level)", ".globl x")]
 
