@@ -23,6 +23,9 @@ CMSIS_DSP_VERSION = "1.10.3"
 CMSIS_DSP_SHA256 = "307d32298faa7c58db912851027fce35f886fec7eb1a27c4b309ce1a97f47519"
 # The CMSIS-NN function libjit's own int8 kernel calls (libkernels/nn_s8.c); a checkout without it is too old.
 NEEDED_NN_FUNCTION = "arm_nn_mat_mult_nt_t_s8_s32"
+# CMSIS-NN's float kernels (main after v7.0.0: *_f32.c, *_f16.c, arm_nntables_flt.c) exist only
+# with ARM_NN_ENABLE_F32/F16, off in its own default build; libjit's float kernels are its own.
+FLOAT_SUFFIXES = ("_f16", "_f32", "_flt")
 
 
 def cmsis_dsp() -> Path:
@@ -85,4 +88,4 @@ def cmsis_nn(path: str | os.PathLike | None = None) -> CmsisNN:
     # Source/<Group>/*.c. Only the checkout's headers are used (the shim's arm_nn*.h stay off
     # the path); the shim supplies just the compiler intrinsics header that CMSIS-DSP needs.
     return CmsisNN("checkout", root, (root / "Include", shim / "include" / "compiler"),
-                   tuple(sorted(root.glob("Source/*/*.c"))))
+                   tuple(s for s in sorted(root.glob("Source/*/*.c")) if not s.stem.endswith(FLOAT_SUFFIXES)))

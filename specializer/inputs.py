@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import codegen, fminmax, intrinsics, ir, irtext, triples
+from . import codegen, fminmax, inline_asm, intrinsics, ir, irtext, triples
 from .errors import UserError
 from .manifest import Manifest
 from .normalize import normalize
@@ -82,6 +82,7 @@ def load(path: Path) -> Model:
 
 
 def _thumb_module(path: Path, text: str) -> Model:
+    text = _without_asm(path, text)  # DSP asm -> intrinsics before the checks that refuse asm
     mod = _parse(text, str(path))  # syntax errors first, as file:line:col
     manifest_path = path.with_name("model.json")
     if manifest_path.is_file():
@@ -99,6 +100,18 @@ def _thumb_module(path: Path, text: str) -> Model:
         raise UserError(f"{path}: no entry point: the module defines no external function "
                         "(and there is no model.json next to it)")
     return Model(path, path.stem, "module", text, entries, frozenset(entries))
+
+
+def _without_asm(path: Path, text: str) -> str:
+    """DSP inline asm -> LLVM intrinsics; other asm would abort llvmlite's LLVM at code emission."""
+    if " asm " not in text:
+        return text
+    text = inline_asm.rewrite(text).text
+    left = inline_asm.leftover(text)
+    if left:
+        raise UserError(f"{path}: function '{left[0].function}' uses inline assembly '{left[0].template}', "
+                        "which llvmlite's LLVM cannot assemble; write it as LLVM IR or an llvm.arm.* intrinsic")
+    return text
 
 
 def _xla_kernels(path: Path, text: str) -> Model:

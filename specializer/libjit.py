@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cmsis
+from . import cmsis, inline_asm
 from .errors import UserError
 from .retarget import CPU, TRIPLE
 from .tools import build_dir, find_tool, repo_root
@@ -76,6 +76,7 @@ def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None) -> Libr
         for h in sorted(Path(d).glob("**/*.h")):
             key.update(str(h).encode() + b"\0" + h.read_bytes())
     key.update(" ".join(flags).encode())
+    key.update(Path(inline_asm.__file__).read_bytes())  # the asm rewrite shapes the bitcode too
     out_dir = build_dir() / "libjit"
     out_dir.mkdir(parents=True, exist_ok=True)
     digest = key.hexdigest()[:16]
@@ -87,9 +88,10 @@ def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None) -> Libr
 
     def compile_one(i_s):
         i, s = i_s
-        bc = obj_dir / f"{i:03d}-{s.stem}.bc"
-        _run([clang, *flags, "-c", "-emit-llvm", str(s), "-o", str(bc)], f"compiling {s.name}")
-        return str(bc)
+        ll = obj_dir / f"{i:03d}-{s.stem}.ll"
+        _run([clang, *flags, "-S", "-emit-llvm", str(s), "-o", str(ll)], f"compiling {s.name}")
+        _without_asm(ll, s)
+        return str(ll)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         objs = list(pool.map(compile_one, enumerate(sources)))
@@ -97,6 +99,19 @@ def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None) -> Libr
     _run([link, *objs, "-o", str(tmp)], "linking libkernels")
     os.replace(tmp, out)  # never leave a half-written library behind
     return Library(out, sources, nn.describe())
+
+
+def _without_asm(ll: Path, source: Path) -> None:
+    """Inline asm (CMSIS-NN's DSP instructions) -> LLVM intrinsics, in place; any asm left would
+    abort llvmlite's LLVM when it emits code, so it is refused here, naming the function."""
+    out = inline_asm.rewrite(ll.read_text())
+    left = inline_asm.leftover(out.text)
+    if left:
+        raise UserError(f"libjit: {source}: function '{left[0].function}' uses inline assembly "
+                        f"'{left[0].template}' that specializer/inline_asm.py cannot turn into LLVM "
+                        f"intrinsics (llvmlite's LLVM has no ARM assembler); build that file without it")
+    if out.count:
+        ll.write_text(out.text)
 
 
 def _run(cmd: list[str], what: str) -> None:

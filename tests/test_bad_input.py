@@ -148,7 +148,7 @@ BAD_LL = {  # class: (file bytes, fragments of the one line)
     "x86_fp80": (OURS + b"define x86_fp80 @f(x86_fp80 %a) {\n  %b = fadd x86_fp80 %a, %a\n  ret x86_fp80 %b\n}\n",
                  [":2: type x86_fp80 exists only on another architecture"]),
     "inline asm": (OURS + b'define void @f() {\n  call void asm sideeffect "movq %rax, %rbx", ""()\n  ret void\n}\n',
-                   [":3: inline assembly is not supported"]),
+                   ["function 'f' uses inline assembly 'movq %rax, %rbx', which llvmlite's LLVM cannot assemble"]),
     "nesting depth": (_nested(60_000), [":2: types or constants nested 60000 deep"]),
 }
 
