@@ -63,3 +63,23 @@ def test_same_bits_as_the_intrinsic(op, const, swap):
             assert got != got, (op, const, x)
         else:
             assert _bits(got) == _bits(want), (op, const, x, got, want)
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_two_values_same_bits_as_the_intrinsic(op):
+    src = (f"define float @f(float %x, float %y) {{\n  %r = call float @llvm.{op}.f32(float %x, float %y)\n"
+           f"  ret float %r\n}}\ndeclare float @llvm.{op}.f32(float, float)\n")
+    low = lower(src)
+    assert "@llvm." not in low.split("declare")[0]
+    fns = []
+    for text in (src, low):
+        eng = _jit(text)
+        fns.append((eng, ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float, ctypes.c_float)(
+            eng.get_function_address("f"))))
+    for x in EDGES:
+        for y in EDGES:
+            want, got = fns[0][1](x, y), fns[1][1](x, y)
+            if want != want:
+                assert got != got, (op, x, y)
+            else:
+                assert _bits(got) == _bits(want), (op, x, y, got, want)

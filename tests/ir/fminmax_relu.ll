@@ -1,6 +1,6 @@
 ; XLA's relu `llvm.maximum.f32(x, 0.0)` becomes one compare and one select; a clamp's minimum
-; with 6.0 likewise; -0.0 takes the `uge` form so +0 still wins; NaN constants and two
-; non-constant operands are left to LLVM.
+; with 6.0 likewise; -0.0 takes the `uge` form so +0 still wins; two values (max pooling) take
+; compares, selects and an AND of the bits for the signed zeros; a NaN constant is left to LLVM.
 ; CHECK-LABEL: define float @relu(float %x)
 ; CHECK-NEXT: %cmp.1 = fcmp ugt float %x, 0.000000e+00
 ; CHECK-NEXT: %1 = select i1 %cmp.1, float %x, float 0.000000e+00
@@ -40,14 +40,29 @@ define <4 x float> @vector(<4 x float> %x) {
   ret <4 x float> %v
 }
 
-; CHECK-LABEL: define float @untouched(float %x, float %y)
-; CHECK-NEXT: call float @llvm.maximum.f32(float %x, float %y)
-; CHECK-NEXT: call float @llvm.maximum.f32(float %x, float 0x7FF8000000000000)
-define float @untouched(float %x, float %y) {
+; CHECK-LABEL: define float @pool(float %x, float %y)
+; CHECK-NEXT: %gt.1 = fcmp ogt float %x, %y
+; CHECK-NEXT: %pick.1 = select i1 %gt.1, float %x, float %y
+; CHECK-NEXT: %uno.1 = fcmp uno float %x, %y
+; CHECK-NEXT: %nan.1 = fadd float %x, %y
+; CHECK-NEXT: %ord.1 = select i1 %uno.1, float %nan.1, float %pick.1
+; CHECK-NEXT: %eq.1 = fcmp oeq float %x, %y
+; CHECK-NEXT: %ai.1 = bitcast float %x to i32
+; CHECK-NEXT: %bi.1 = bitcast float %y to i32
+; CHECK-NEXT: %bits.1 = and i32 %ai.1, %bi.1
+; CHECK-NEXT: %zero.1 = bitcast i32 %bits.1 to float
+; CHECK-NEXT: %1 = select i1 %eq.1, float %zero.1, float %ord.1
+; CHECK-NEXT: ret float %1
+define float @pool(float %x, float %y) {
   %1 = call float @llvm.maximum.f32(float %x, float %y)
-  %2 = call float @llvm.maximum.f32(float %x, float 0x7FF8000000000000)
-  %3 = fadd float %1, %2
-  ret float %3
+  ret float %1
+}
+
+; CHECK-LABEL: define float @untouched(float %x)
+; CHECK-NEXT: call float @llvm.maximum.f32(float %x, float 0x7FF8000000000000)
+define float @untouched(float %x) {
+  %1 = call float @llvm.maximum.f32(float %x, float 0x7FF8000000000000)
+  ret float %1
 }
 
 declare float @llvm.maximum.f32(float, float)
