@@ -58,7 +58,7 @@ def _capture(argv: list[str]) -> int:
 
 
 def _run(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="specialize",
+    p = argparse.ArgumentParser(prog="specialize run",
                                 description="Build a captured model.ll for Cortex-M4, run it on QEMU, measure it.")
     p.add_argument("model", metavar="model.ll")
     p.add_argument("--json", action="store_true", help="print the row as JSON")
@@ -184,6 +184,7 @@ def _specialize(argv: list[str]) -> int:
     p.add_argument("--method", choices=["plugin", "icount"], default="plugin",
                    help="instruction counting: QEMU TCG plugin (default) or the -icount FPGAIO counter")
     p.add_argument("--timeout", type=float, default=120, help="seconds before a run counts as a hang")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     a = p.parse_args(argv)
     if a.unroll_threshold is not None and a.unroll_threshold < 0:
         p.error("--unroll-threshold must be >= 0")
@@ -207,7 +208,9 @@ def _specialize(argv: list[str]) -> int:
     path = Path(a.model)
     out = Path(a.output) if a.output else path.with_name("variants" if path.name == "model.ll"
                                                          else model.name + ".variants")
-    c = compare(model, out, options, which, method=a.method, timeout=a.timeout)
+    progress = None if a.quiet else (lambda text: print(f"specialize: {model.name}: {text}", file=sys.stderr,
+                                                         flush=True))
+    c = compare(model, out, options, which, method=a.method, timeout=a.timeout, progress=progress)
     if a.json:
         print(report.json_text(c), end="")
     else:
@@ -308,6 +311,14 @@ def _version() -> str:
             f"  llvmlite {v('llvmlite')} (LLVM {llvm_v}), jax {v('jax')}, jaxlib {v('jaxlib')}\n")
 
 
+def _help(command) -> int:
+    try:
+        command(["--help"])
+    except SystemExit as e:  # argparse exits after printing the help
+        return int(e.code or 0)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in ("-h", "--help"):
@@ -316,6 +327,18 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "--version":
         print(_version(), end="")
         return 0
+    if argv and argv[0] == "help":  # `specialize help [COMMAND]`, as git and LLVM tools have it
+        commands = {"run": _run, "capture": _capture, "examples": _examples, "diff": _diff}
+        if len(argv) == 1:
+            print(USAGE, end="")
+            return 0
+        if argv[1] in commands:
+            return _help(commands[argv[1]])
+        if argv[1] in ("specialize", "compare"):
+            return _help(_specialize)
+        print(f"specialize: error: help: no command '{argv[1]}' (have: {', '.join(commands)}, specialize)",
+              file=sys.stderr)
+        return 2
     try:
         if argv and argv[0] == "diff":
             return _diff(argv[1:])

@@ -16,11 +16,14 @@ from .report import Comparison, VariantRow
 
 def compare(model: Model, out_dir: Path, options: variants.Options = variants.Options(),
             which: tuple[str, ...] = variants.VARIANTS, method: str = "plugin",
-            timeout: float = 120) -> Comparison:
+            timeout: float = 120, progress=None) -> Comparison:
+    """`progress(text)`, when given, hears each step as it starts (the CLI prints it on stderr)."""
+    say = progress or (lambda text: None)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
-    for v in which:
+    for i, v in enumerate(which, 1):
+        say(f"[{i}/{len(which)}] {v}: building")
         b = variants.build(model, v, out_dir / v, options)
         spec = {}
         if b.specialized:
@@ -30,6 +33,7 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
             rows.append(VariantRow(v, "not run", sizes["text"], sizes["rodata"], sizes["data"], sizes["bss"],
                                    **spec))
             continue
+        say(f"[{i}/{len(which)}] {v}: running on QEMU")
         m = measure.measure(list(b.objects), model.manifest, b.dir, method=method, timeout=timeout)
         if m.result.profile is not None:
             profile.write(profile.function_profile(m.firmware.elf, m.result.profile), b.dir)
