@@ -25,16 +25,21 @@ FILE.ll: a captured model.ll (model.json next to it), or an XLA CPU kernel dump 
 (sizes only: it has no inputs to run). 'specialize FILE.ll --help' lists the options.
 """
 
+RUN_NOTE = """\
+the lto build (model + kernels in one module, internalized, O2), accounted as in a comparison;
+flash: code (model, kernels, the libc/libm it reaches), weights and constants, .data's image;
+RAM: .data + .bss (buffers, arena, libc's data) + the measured call's peak stack;
+instructions: QEMU-counted, entry call only; est. cycles: TRM-weighted; --json: the breakdown"""
+
+
 def _table(rows: list) -> str:
+    """One row per run within 100 columns (JSON: the breakdown)."""
     from tabulate import tabulate
 
-    headers = ["model", "result", "max abs err", "max rel err", ".text", ".rodata", ".data", ".bss",
-               "instructions", "est. cycles"]
-    body = [[r.model, r.status, f"{r.max_abs_err:.2e}", f"{r.max_rel_err:.2e}", r.text, r.rodata, r.data,
-             r.bss, r.insns, "n/a" if r.cycles is None else r.cycles] for r in rows]
-    note = ("sizes: bytes of the model in the ELF; instructions: QEMU-counted (TCG plugin), entry call only; "
-            "cycles: TRM-weighted estimate")
-    return tabulate(body, headers=headers, tablefmt="github") + "\n" + note
+    headers = ["model", "result", "max rel err", "flash", "RAM", "stack", "instructions", "est. cycles"]
+    body = [[r.model, r.status, f"{r.max_rel_err:.2e}", r.flash, r.ram, r.stack, r.insns,
+             "n/a" if r.cycles is None else r.cycles] for r in rows]
+    return tabulate(body, headers=headers, tablefmt="github") + "\n" + RUN_NOTE
 
 
 def _capture(argv: list[str]) -> int:
@@ -212,7 +217,7 @@ def _specialize(argv: list[str]) -> int:
         print(report.json_text(c), end="")
     else:
         print(report.table(c, title=False) + report.NOTE)
-        print(f"artifacts: {out}/<variant>/ (linked.ll, specialized.ll, optimized.ll, specialization.log, "
+        print(f"artifacts: {out}/<variant>/\n  (linked.ll, specialized.ll, optimized.ll, specialization.log, "
               "profile.txt)")
     return 0 if c.passed else 1
 
