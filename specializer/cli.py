@@ -14,7 +14,7 @@ USAGE = """\
 specialize [--all-args] FILE.ll [-o DIR]   build the variants (separate, lto, llvm-funcspec, dims[, all-args]),
                                            run each on QEMU, print the comparison; artifacts in DIR
 specialize [--all-args] FILE.ll -S -o OUT  write the optimized specialized module (no run)
-specialize run DIR/model.ll                build (link + O2) for Cortex-M4, run on QEMU, print one row
+specialize run DIR/model.ll                build the lto variant, run it on QEMU, print one row
 specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.ll + DIR/model.json
 specialize examples [NAME ...]             capture and run the bundled example models
 specialize diff BASE.json NEW.json         compare two reports (flash, RAM, instructions, est. cycles);
@@ -64,7 +64,8 @@ def _capture(argv: list[str]) -> int:
 
 def _run(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="specialize",
-                                description="Build a captured model.ll for Cortex-M4, run it on QEMU, measure it.")
+                                description="Build a captured model.ll for Cortex-M4 as the lto variant (model + kernels in "
+                                            "one module, internalized, O2), run it on QEMU, measure it.")
     p.add_argument("model", metavar="model.ll")
     p.add_argument("--json", action="store_true", help="print the row as JSON")
     p.add_argument("--method", choices=["plugin", "icount"], default="plugin",
