@@ -64,8 +64,9 @@ def _capture(argv: list[str]) -> int:
 
 def _run(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="specialize",
-                                description="Build a captured model.ll for Cortex-M4 as the lto variant (model + kernels in "
-                                            "one module, internalized, O2), run it on QEMU, measure it.")
+                                description="Build a captured model.ll for Cortex-M4 as the lto variant (model "
+                                            "+ kernels in one module, internalized, O2), run it on QEMU, "
+                                            "measure it.")
     p.add_argument("model", metavar="model.ll")
     p.add_argument("--json", action="store_true", help="print the row as JSON")
     p.add_argument("--method", choices=["plugin", "icount"], default="plugin",
