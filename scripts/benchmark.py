@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
            "python": ".".join(platform.python_version_tuple()[:2]), "cmsis_nn": libjit.build().cmsis_nn}
     data = {"options": _options(options), "environment": env, "summary": summary,
             "models": [c.as_dict() for c in comparisons], "failed": failed}
+    for stale in sorted((reports / "plots").glob("*.png")):  # the plots of this run only, as in variants.md
+        stale.unlink()
     written = plots.write_all(data, _profiles(out, comparisons), reports / "plots", list(variants.VARIANTS))
     png = {p.name for p in written}
     print(f"libjit built with CMSIS-NN: {env['cmsis_nn']}")
