@@ -34,12 +34,12 @@ instructions: QEMU-counted, entry call only; est. cycles: TRM-weighted; --json: 
 
 def _table(rows: list) -> str:
     """One row per run within 100 columns (JSON: the breakdown)."""
-    from tabulate import tabulate
+    from .report import github_table
 
     headers = ["model", "result", "max rel err", "flash", "RAM", "stack", "instructions", "est. cycles"]
-    body = [[r.model, r.status, f"{r.max_rel_err:.2e}", r.flash, r.ram, r.stack, r.insns,
-             "n/a" if r.cycles is None else r.cycles] for r in rows]
-    return tabulate(body, headers=headers, tablefmt="github") + "\n" + RUN_NOTE
+    body = [[r.model, r.status, f"{r.max_rel_err:.2e}", *map(str, (r.flash, r.ram, r.stack, r.insns)),
+             "n/a" if r.cycles is None else str(r.cycles)] for r in rows]
+    return github_table(body, headers, ("left", "left") + ("right",) * 6) + "\n" + RUN_NOTE
 
 
 def _capture(argv: list[str]) -> int:

@@ -151,7 +151,7 @@ def _lines(text: str) -> str:
     return textwrap.fill(text, WIDTH, break_on_hyphens=False)
 
 
-def _tabulate(body: list, headers: list, colalign: tuple) -> str:
+def github_table(body: list, headers: list, colalign: tuple) -> str:
     """A GitHub-flavoured table without tabulate's 2-column minimum padding around headers."""
     import tabulate as tab
 
@@ -186,7 +186,7 @@ def table(c: Comparison, title: bool = True) -> str:
         dl = c.deltas(r, "lto")
         body.append([r.variant, r.status, r.flash, _fmt_delta(dl["flash"]), _num(r.ram), _num(r.stack),
                      _num(r.insns), _num(r.cycles), _fmt_delta(dl["cycles"])])
-    out = _tabulate(body, headers, ("left", "left") + ("right",) * 7)
+    out = github_table(body, headers, ("left", "left") + ("right",) * 7)
     notes = []
     err = _by_variant(c, _err)
     if err:
@@ -255,7 +255,7 @@ def summary(comparisons: list[Comparison], variants: tuple[str, ...]) -> tuple[s
         data["all_args_vs_dims"] = g
         body.append([f"{PAIR[0]} vs {PAIR[1]}", fmt(g["flash"]), "", fmt(g["ram"]), fmt(g["cycles"]), "",
                      g["models"]])
-    text = _tabulate(body, ["variant", "flash/separate", "flash/lto", "RAM/lto", "cycles/separate", "cycles/lto",
+    text = github_table(body, ["variant", "flash/separate", "flash/lto", "RAM/lto", "cycles/separate", "cycles/lto",
                             "models"], ("left",) + ("right",) * 6)
     return text + "\n", data
 
@@ -274,4 +274,4 @@ def per_mac_table(comparisons: list[Comparison], variants: tuple[str, ...]) -> s
         body.append([c.model, f"{c.macs:,}", *cells])
     if not body:
         return ""
-    return _tabulate(body, ["model", "MACs", *variants], ("left",) + ("right",) * (len(variants) + 1)) + "\n"
+    return github_table(body, ["model", "MACs", *variants], ("left",) + ("right",) * (len(variants) + 1)) + "\n"
