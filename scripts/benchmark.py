@@ -6,9 +6,10 @@
 For each model in specializer.examples.EXAMPLES (whatever it holds when this runs): capture,
 build the variants separate / lto / llvm-funcspec / dims / all-args, run each on QEMU (checked against JAX),
 print its table; then a summary with the geometric means over the models of each variant's
-size and cycle ratios to `separate`. Writes reports/variants.md and reports/variants.json
-(no paths or times inside: CI diffs them). Exit status 1 if any model fails to build or any
-variant's output does not match JAX.
+flash, RAM and cycle ratios to `separate` and `lto`. Writes reports/variants.md and
+reports/variants.json (no paths or times inside: CI diffs them) and the plots they link,
+reports/plots/*.png (specializer/plots.py: byte-identical when the numbers are). Exit status 1
+if any model fails to build or any variant's output does not match JAX.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
-from specializer import inputs, report, variants
+from specializer import inputs, plots, report, variants
 from specializer.capture import capture
 from specializer.compare import compare
 from specializer.errors import UserError
@@ -82,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
 
     env = {"llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info)),
            "python": ".".join(platform.python_version_tuple()[:2]), "cmsis_nn": libjit.build().cmsis_nn}
+    data = {"options": _options(options), "environment": env, "summary": summary,
+            "models": [c.as_dict() for c in comparisons], "failed": failed}
+    for stale in sorted((reports / "plots").glob("*.png")):  # the plots of this run only, as in variants.md
+        stale.unlink()
+    written = plots.write_all(data, _profiles(out, comparisons), reports / "plots", list(variants.VARIANTS))
+    png = {p.name for p in written}
     print(f"libjit built with CMSIS-NN: {env['cmsis_nn']}")
     md = ["# Variants: separate, lto, llvm-funcspec, dims, all-args", "",
           "Every bundled example, captured, built five ways, run on QEMU `mps2-an386` (Cortex-M4F) "
@@ -91,20 +98,34 @@ def main(argv: list[str] | None = None) -> int:
           report.NOTE, "",
           "## Summary: geometric means over the models of the ratios to `separate` and `lto`, and of all-args to dims", "",
           "Only variants that passed are included.", "", summary_text,
+          "![flash, RAM and est. cycles of every variant against lto, geometric means](plots/summary.png)", "",
           "## est. cycles per multiply-accumulate", "",
           "MACs: what the model's dot and convolution kernels compute (`specializer/macs.py`).", "",
           per_mac]
     for c in comparisons:
         md.append(report.table(c).replace("### ", "## ", 1))
+        md += [f"![{c.model}: flash and est. cycles per variant](plots/{c.model}.png)", ""]
+        if f"{c.model}-profile.png" in png:
+            md += [f"![{c.model}: est. cycles per function and variant](plots/{c.model}-profile.png)", ""]
     for name, err in failed.items():
         md += [f"## {name}", "", f"not measured: {err}", ""]
     (reports / "variants.md").write_text("\n".join(md).rstrip("\n") + "\n")
-    data = {"options": _options(options), "environment": env, "summary": summary,
-            "models": [c.as_dict() for c in comparisons], "failed": failed}
     (reports / "variants.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    print(f"\nwrote {reports / 'variants.md'} and {reports / 'variants.json'}")
+    print(f"\nwrote {reports / 'variants.md'}, {reports / 'variants.json'} and {len(written)} plots in "
+          f"{reports / 'plots'}")
     bad = failed or [c.model for c in comparisons if not c.passed]
     return 1 if bad else 0
+
+
+def _profiles(out: Path, comparisons: list[report.Comparison]) -> dict:
+    """model -> variant -> the rows of its profile.json (compare() writes one per variant run)."""
+    found: dict = {}
+    for c in comparisons:
+        for r in c.rows:
+            f = out / c.model / "variants" / r.variant / "profile.json"
+            if f.is_file():
+                found.setdefault(c.model, {})[r.variant] = json.loads(f.read_text())
+    return found
 
 
 def _options(o: variants.Options) -> dict:

@@ -14,7 +14,7 @@ USAGE = """\
 specialize [--all-args] FILE.ll [-o DIR]   build the variants (separate, lto, llvm-funcspec, dims[, all-args]),
                                            run each on QEMU, print the comparison; artifacts in DIR
 specialize [--all-args] FILE.ll -S -o OUT  write the optimized specialized module (no run)
-specialize run DIR/model.ll                build (link + O2) for Cortex-M4, run on QEMU, print one row
+specialize run DIR/model.ll                build the lto variant, run it on QEMU, print one row
 specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.ll + DIR/model.json
 specialize examples [NAME ...]             capture and run the bundled example models
 specialize diff BASE.json NEW.json         compare two reports (flash, RAM, instructions, est. cycles);
@@ -25,16 +25,21 @@ FILE.ll: a captured model.ll (model.json next to it), or an XLA CPU kernel dump 
 (sizes only: it has no inputs to run). 'specialize FILE.ll --help' lists the options.
 """
 
-def _table(rows: list) -> str:
-    from tabulate import tabulate
+RUN_NOTE = """\
+the lto build (model + kernels in one module, internalized, O2), accounted as in a comparison;
+flash: code (model, kernels, the libc/libm it reaches), weights and constants, .data's image;
+RAM: .data + .bss (buffers, arena, libc's data) + the measured call's peak stack;
+instructions: QEMU-counted, entry call only; est. cycles: TRM-weighted; --json: the breakdown"""
 
-    headers = ["model", "result", "max abs err", "max rel err", ".text", ".rodata", ".data", ".bss",
-               "instructions", "est. cycles"]
-    body = [[r.model, r.status, f"{r.max_abs_err:.2e}", f"{r.max_rel_err:.2e}", r.text, r.rodata, r.data,
-             r.bss, r.insns, "n/a" if r.cycles is None else r.cycles] for r in rows]
-    note = ("sizes: bytes of the model in the ELF; instructions: QEMU-counted (TCG plugin), entry call only; "
-            "cycles: TRM-weighted estimate")
-    return tabulate(body, headers=headers, tablefmt="github") + "\n" + note
+
+def _table(rows: list) -> str:
+    """One row per run within 100 columns (JSON: the breakdown)."""
+    from .report import github_table
+
+    headers = ["model", "result", "max rel err", "flash", "RAM", "stack", "instructions", "est. cycles"]
+    body = [[r.model, r.status, f"{r.max_rel_err:.2e}", *map(str, (r.flash, r.ram, r.stack, r.insns)),
+             "n/a" if r.cycles is None else str(r.cycles)] for r in rows]
+    return github_table(body, headers, ("left", "left") + ("right",) * 6) + "\n" + RUN_NOTE
 
 
 def _capture(argv: list[str]) -> int:
@@ -59,7 +64,9 @@ def _capture(argv: list[str]) -> int:
 
 def _run(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="specialize run",
-                                description="Build a captured model.ll for Cortex-M4, run it on QEMU, measure it.")
+                                description="Build a captured model.ll for Cortex-M4 as the lto variant (model "
+                                            "+ kernels in one module, internalized, O2), run it on QEMU, "
+                                            "measure it.")
     p.add_argument("model", metavar="model.ll")
     p.add_argument("--json", action="store_true", help="print the row as JSON")
     p.add_argument("--method", choices=["plugin", "icount"], default="plugin",
@@ -215,7 +222,7 @@ def _specialize(argv: list[str]) -> int:
         print(report.json_text(c), end="")
     else:
         print(report.table(c, title=False) + report.NOTE)
-        print(f"artifacts: {out}/<variant>/ (linked.ll, specialized.ll, optimized.ll, specialization.log, "
+        print(f"artifacts: {out}/<variant>/\n  (linked.ll, specialized.ll, optimized.ll, specialization.log, "
               "profile.txt)")
     return 0 if c.passed else 1
 

@@ -29,9 +29,9 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
         if b.specialized:
             spec = dict(clones=len(b.specialized.clones), refused=b.specialized.refused_by_budget)
         if model.manifest is None:
-            sizes = firmware.link_sizes(b.objects, model.entries, b.dir)
-            rows.append(VariantRow(v, "not run", sizes["text"], sizes["rodata"], sizes["data"], sizes["bss"],
-                                   **spec))
+            fp = firmware.footprint(b.objects, sorted(model.keep, key=lambda k: (k not in model.entries, k)), b.dir)
+            rows.append(VariantRow(v, "not run", fp.code, fp.const, fp.data, fp.bss, **spec,
+                                   lib_flash=fp.lib_flash, lib_ram=fp.lib_ram))
             continue
         say(f"[{i}/{len(which)}] {v}: running on QEMU")
         m = measure.measure(list(b.objects), model.manifest, b.dir, method=method, timeout=timeout)
@@ -40,7 +40,8 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
         r = m.row
         rows.append(VariantRow(v, r.status, r.text, r.rodata, r.data, r.bss, r.insns,
                                r.cycles if method == "plugin" else None, r.max_abs_err, r.max_rel_err,
-                               rtol=model.manifest.rtol, **spec))
+                               rtol=model.manifest.rtol, lib_flash=r.lib_flash, lib_ram=r.lib_ram, stack=r.stack,
+                               **spec))
     opts = asdict(options) | {"method": method}
     c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None)
     files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.NOTE + "\n"),

@@ -1,10 +1,13 @@
-"""Link a model object with the QEMU harness into an mps2-an386 firmware ELF.
+"""Link a model object with the QEMU harness into an mps2-an386 firmware ELF, and account for
+what the model takes of the board.
 
 The linker script gives the model object output sections of its own (.model.text, ...), so
 its sizes are read off the ELF apart from the harness, libc and libm. A model may come as
 several objects (a model object and a kernel library object compiled apart): all of them
-are the model in the size report.
-"""
+are the model in the size report. The libc/libm code a model uses is found by linking the
+model alone, its entry as the only root (`footprint`): whatever that ELF holds is the model's.
+The stack between the end of .bss and the top of RAM is painted by the harness before the
+measured call and scanned after it (harness/startup.S, harness.c)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from .errors import UserError
@@ -60,6 +64,8 @@ SECTIONS
   __data_load = LOADADDR(.data);
   .bss (NOLOAD) : ALIGN(64) {{ __bss_start = .; __model_bss_start = .; {model_bss}
       __model_bss_end = .; *(.bss .bss.* COMMON) . = ALIGN(4); __bss_end = .; }} > RAM
+  /* the stack grows down from the top of RAM to the end of .bss; the harness paints that span */
+  __stack_limit = ALIGN(__bss_end, 8);
   __stack_top = ORIGIN(RAM) + LENGTH(RAM);
 }}
 """
@@ -103,6 +109,7 @@ def io_source(manifest: Manifest) -> str:
     return "".join(out)
 
 
+RAM_ORIGIN = 0x20000000
 # mps2-an386's memories, as the linker script gives them (bytes)
 REGIONS = {"FLASH": ("flash", 4 << 20, "weights, constants and code"),
            "RAM": ("RAM", 4 << 20, "buffers, initialized data and the stack")}
@@ -180,25 +187,62 @@ def build(model_obj: Path | Sequence[Path], manifest: Manifest, workdir: Path,
     return _inspect(elf, manifest.entry)
 
 
-def link_sizes(model_obj: Path | Sequence[Path], entries: Sequence[str], workdir: Path) -> dict:
-    """Section bytes of the model object(s) linked without a harness (nothing to run).
+@dataclass(frozen=True)
+class Footprint:
+    """What the model takes of the board, from the model linked alone with its entry points as
+    the only roots of --gc-sections: every byte in that ELF is the model's.
 
-    The entry points are the roots of --gc-sections, so the same accounting as `build` applies:
-    what the entries reach, from every model object, counted in the .model.* sections."""
+    code/const/data/bss: the model objects' sections (model and kernel library code with its
+    unwind index, weights and constants, initialized data, zeroed buffers); lib_flash/lib_ram: the newlib libc/libm and
+    libgcc code, constants and data the model reaches (expf, memcpy, __aeabi_*)."""
+    code: int
+    const: int
+    data: int
+    bss: int
+    lib_flash: int  # library code + constants + initialized data's load image
+    lib_ram: int  # library .data + .bss
+
+    @property
+    def flash(self) -> int:
+        """Code, constants and the load image of initialized data (copied to RAM at reset)."""
+        return self.code + self.const + self.data + self.lib_flash
+
+    @property
+    def static_ram(self) -> int:
+        """RAM without the stack."""
+        return self.data + self.bss + self.lib_ram
+
+
+def footprint(model_obj: Path | Sequence[Path], roots: Sequence[str], workdir: Path) -> Footprint:
+    """The model linked without a harness, `roots` (entries first, then the I/O buffers the
+    caller uses) kept: what they reach, from the model objects and the C libraries."""
     model_objs = _objects(model_obj)
-    if not entries:
+    if not roots:
         raise UserError("nothing to link: the module has no entry point")
     gcc = find_tool("arm-none-eabi-gcc")
     workdir.mkdir(parents=True, exist_ok=True)
-    ld = workdir / "link.ld"
-    ld.write_text(linker_script(model_objs, entry=entries[0]).replace("KEEP(*(.vectors))", ""))
-    elf = workdir / "sizes.elf"
-    keep = [f"-Wl,--undefined={e}" for e in entries]
+    ld = workdir / "footprint.ld"
+    ld.write_text(linker_script(model_objs, entry=roots[0]).replace("KEEP(*(.vectors))", ""))
+    elf = workdir / "footprint.elf"
+    keep = [f"-Wl,--undefined={r}" for r in roots]  # symbols named on the command line are gc roots
     _run([gcc, *GCC_FLAGS, "-nostartfiles", "-T", ld, "-Wl,--gc-sections", *keep, *model_objs,
           "-Wl,--start-group", "-lm", "-lc", "-lnosys", "-lgcc", "-Wl,--end-group", "-o", elf],
          "linking the model")
     with open(elf, "rb") as f:
-        return _model_sizes(ELFFile(f), elf)[0]
+        e = ELFFile(f)
+        model, lib = _model_sizes(e, elf)
+        lib_flash = lib_ram = 0
+        for sec in e.iter_sections():
+            if not sec["sh_flags"] & SH_FLAGS.SHF_ALLOC or sec.name in (".model.text", ".model.rodata"):
+                continue
+            if sec.name == ".ARM.exidx":  # the unwind index of the model's functions (no nounwind on them)
+                model["text"] += sec["sh_size"]
+                continue
+            in_ram = sec["sh_addr"] >= RAM_ORIGIN
+            size = sec["sh_size"] - {".data": model["data"], ".bss": model["bss"]}.get(sec.name, 0)
+            lib_ram += size if in_ram else 0
+            lib_flash += size if not (in_ram and sec["sh_type"] == "SHT_NOBITS") else 0
+    return Footprint(model["text"], model["rodata"], model["data"], model["bss"], lib_flash, lib_ram)
 
 
 def _symbol(e: ELFFile, elf: Path, name: str) -> int:

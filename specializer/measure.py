@@ -1,18 +1,16 @@
-"""Build a model.ll for Cortex-M4, run it on QEMU, and measure it: one result row."""
+"""Run a built model on QEMU and measure it: one result row (flash, RAM, stack, instructions, cycles)."""
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from . import codegen, cycles, firmware, irtext, libjit, qemu, triples
+from . import cycles, firmware, qemu
 from .errors import UserError
 from .manifest import Manifest, np_dtype
-from .retarget import TRIPLE
 
 
 @dataclass(frozen=True)
@@ -21,34 +19,26 @@ class Row:
     status: str  # pass | FAIL
     max_abs_err: float
     max_rel_err: float
-    text: int
-    rodata: int
+    text: int  # model and kernel library code
+    rodata: int  # weights and constants
     data: int
-    bss: int
+    bss: int  # buffers: inputs, outputs, arena, scratch
     insns: int
     cycles: int | None  # None with method="icount": the counter gives no per-instruction profile to weigh
+    lib_flash: int = 0  # libc/libm/libgcc code, constants and data image the model reaches
+    lib_ram: int = 0  # ... and their .data + .bss
+    stack: int | None = None  # peak stack of the measured call (bytes)
+
+    @property
+    def flash(self) -> int:
+        return self.text + self.rodata + self.data + self.lib_flash
+
+    @property
+    def ram(self) -> int | None:
+        return None if self.stack is None else self.data + self.bss + self.lib_ram + self.stack
 
     def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def compile_model(model_ll: Path, workdir: Path) -> Path:
-    """model.ll + libjit bitcode -> one optimized Thumb object (LLVM -O2)."""
-    text = irtext.read(model_ll)
-    irtext.check_not_empty(text, str(model_ll))
-    mod = codegen.parse_input(text, str(model_ll))
-    irtext.check_defines(mod, str(model_ll))
-    problem = triples.problem(mod.triple)
-    if problem:
-        raise UserError(f"{model_ll}: {problem}; expected {TRIPLE} (capture a model with 'specialize capture')")
-    mod.triple = TRIPLE  # any spelling of it (thumbv7em-none-eabihf, armv7em-...) is ours
-    lib = codegen.parse_bitcode(libjit.build().bitcode)
-    mod = codegen.link([mod, lib])
-    codegen.check_library_symbols(mod)
-    codegen.optimize(mod, 2)
-    obj = workdir / "model.o"
-    obj.write_bytes(codegen.emit_object(mod))
-    return obj
+        return asdict(self) | {"flash": self.flash, "ram": self.ram}
 
 
 _OUTPUT = re.compile(r"^output 0x([0-9a-f]{8}) 0x([0-9a-f]{8})$")
@@ -114,17 +104,40 @@ def errors(got: list[np.ndarray], manifest: Manifest) -> tuple[float, float, boo
     return max_abs, max_rel, ok
 
 
+_STACK = re.compile(r"^stack 0x([0-9a-f]{8}) 0x([0-9a-f]{8})$", re.M)
+
+
+def stack_used(stdout: str, elf: Path) -> int:
+    """Peak stack of the measured call, from the harness's scan of the painted free stack."""
+    m = _STACK.search(stdout)
+    if not m:
+        raise UserError(f"firmware {elf.name} printed no 'stack <used> <free>' line")
+    used, free = int(m.group(1), 16), int(m.group(2), 16)
+    if used >= free:
+        raise UserError(f"the model's stack reached the end of free RAM ({free:,} bytes between .bss and "
+                        "the top of RAM) and overwrote static data: it needs less stack or smaller buffers")
+    return used
+
+
 @dataclass(frozen=True)
 class Measured:
     row: Row
     result: qemu.RunResult
     firmware: firmware.Firmware
+    footprint: firmware.Footprint
+
+
+def roots(manifest: Manifest) -> list[str]:
+    """The symbols a caller of the model uses: the entry, then its I/O buffers."""
+    return [manifest.entry, *sorted({t.symbol for t in manifest.inputs + manifest.outputs})]
 
 
 def measure(objects: Path | list[Path], manifest: Manifest, workdir: Path, method: str = "plugin",
             timeout: float = 120) -> Measured:
-    """Link the model object(s) with the harness, run on QEMU, check against JAX, count."""
+    """Link the model object(s) with the harness, run on QEMU, check against JAX, count; the
+    model's flash and static RAM from the model linked alone (firmware.footprint)."""
     fw = firmware.build(objects, manifest, workdir)
+    fp = firmware.footprint(objects, roots(manifest), workdir)
     result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout)
     got = read_outputs(result.stdout, manifest)
     max_abs, max_rel, ok = errors(got, manifest)
@@ -136,17 +149,23 @@ def measure(objects: Path | list[Path], manifest: Manifest, workdir: Path, metho
         insns, cyc = est.insns, est.cycles
     else:
         insns, cyc = result.counter_insns, None
-    row = Row(manifest.function, "pass" if ok else "FAIL", max_abs, max_rel,
-              fw.model_sizes["text"], fw.model_sizes["rodata"], fw.model_sizes["data"],
-              fw.model_sizes["bss"], insns, cyc)
-    return Measured(row, result, fw)
+    row = Row(manifest.function, "pass" if ok else "FAIL", max_abs, max_rel, fp.code, fp.const, fp.data, fp.bss,
+              insns, cyc, fp.lib_flash, fp.lib_ram, stack_used(result.stdout, fw.elf))
+    return Measured(row, result, fw, fp)
 
 
-def run_model(model_ll: Path, workdir: Path, manifest: Manifest | None = None,
-              method: str = "plugin", timeout: float = 120) -> tuple[Row, qemu.RunResult]:
+def run_model(model_ll: Path, workdir: Path, method: str = "plugin",
+              timeout: float = 120) -> tuple[Row, qemu.RunResult]:
+    """The `lto` variant's build of a captured model, run and measured: the same object and the
+    same accounting as that row of a comparison."""
+    from . import inputs, variants
+
     model_ll = Path(model_ll)
     workdir.mkdir(parents=True, exist_ok=True)
-    obj = compile_model(model_ll, workdir)  # first: a bad .ll is reported before a missing manifest
-    manifest = manifest or Manifest.load(model_ll.with_name("model.json"))
-    m = measure(obj, manifest, workdir, method=method, timeout=timeout)
+    model = inputs.load(model_ll)  # first: a bad .ll is reported before a missing manifest
+    if model.manifest is None:
+        raise UserError(f"{model_ll.with_name('model.json')}: manifest not found (capture writes it next to "
+                        f"model.ll; without inputs 'specialize {model_ll}' reports sizes only)")
+    b = variants.build(model, "lto", workdir)
+    m = measure(list(b.objects), model.manifest, workdir, method=method, timeout=timeout)
     return m.row, m.result

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from dataclasses import asdict, dataclass, field
 
 BASELINE = "separate"
 BASELINES = ("separate", "lto")  # every row's deltas are shown against both
 PAIR = ("all-args", "dims")  # and all-args against dims, the comparison the product is about
-NOTE = ("size: .text + .rodata bytes of the model and the kernel library code it uses (all objects, "
-        "after --gc-sections); instructions: QEMU-counted (TCG plugin), entry call only; "
-        "est. cycles: TRM-weighted estimate; vs X: ratio to variant X (JSON: ratio and percent change); "
-        "rel err: max relative error against JAX within the model's tolerance (<=) or not (>)")
+DELTAS = ("flash", "ram", "cycles", "insns")  # the metrics every row is compared on
+NOTE = textwrap.fill(
+       "flash: code of the model, the kernel library and the libc/libm it reaches, weights and "
+        "constants, and initialized data (the model linked alone, --gc-sections); RAM: .data + .bss "
+        "(buffers, arena, scratch, libc's data) + stack: the measured call's peak stack (painted and "
+        "scanned); instructions: QEMU-counted (TCG plugin), entry call only; est. cycles: TRM-weighted "
+        "estimate; vs lto: ratio to the lto variant (JSON: to every baseline, ratio and percent change); "
+        "rel err: max relative error against JAX within the model's tolerance (<=) or not (>). "
+        "JSON rows hold the breakdown: text, rodata, data, bss, lib_flash, lib_ram, stack", 100,
+       break_on_hyphens=False)
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,9 @@ class VariantRow:
     clones: int | None = None  # specialized variants: clones made
     refused: int | None = None  # ... and call sites the size budget refused
     rtol: float | None = None  # the manifest's relative tolerance the errors were judged by
+    lib_flash: int = 0  # libc/libm/libgcc code, constants and data image the model reaches
+    lib_ram: int = 0  # ... and their .data + .bss
+    stack: int | None = None  # peak stack of the measured call; None when not run
 
     def error_check(self) -> dict:
         """What reports keep of the errors: within the tolerance or not, and the tolerance. The digits
@@ -40,7 +50,23 @@ class VariantRow:
 
     @property
     def size(self) -> int:
+        """.text + .rodata of the model objects: the figure reports had before `flash` (kept in
+        JSON so that `specialize diff` can compare against an older baseline)."""
         return self.text + self.rodata
+
+    @property
+    def flash(self) -> int:
+        """Everything the model puts in flash: code (model, kernels, libc/libm), constants, .data's image."""
+        return self.text + self.rodata + self.data + self.lib_flash
+
+    @property
+    def static_ram(self) -> int:
+        return self.data + self.bss + self.lib_ram
+
+    @property
+    def ram(self) -> int | None:
+        """Static RAM + the peak stack; None when the stack was not measured (not run)."""
+        return None if self.stack is None else self.static_ram + self.stack
 
 
 @dataclass(frozen=True)
@@ -74,14 +100,13 @@ class Comparison:
     def deltas(self, r: VariantRow, baseline: str = BASELINE) -> dict:
         base = self.row(baseline)
         if base is None or r is None or base.status not in ("pass", "not run") or r.status not in ("pass", "not run"):
-            return {"size": None, "cycles": None, "insns": None}
-        return {"size": delta(r.size, base.size), "cycles": delta(r.cycles, base.cycles),
-                "insns": delta(r.insns, base.insns)}
+            return dict.fromkeys(DELTAS)
+        return {"flash": delta(r.flash, base.flash), "ram": delta(r.ram, base.ram),
+                "cycles": delta(r.cycles, base.cycles), "insns": delta(r.insns, base.insns)}
 
     def pair(self) -> dict:
         """all-args against dims."""
-        return self.deltas(self.row(PAIR[0]), PAIR[1]) if self.row(PAIR[0]) else {"size": None, "cycles": None,
-                                                                                  "insns": None}
+        return self.deltas(self.row(PAIR[0]), PAIR[1]) if self.row(PAIR[0]) else dict.fromkeys(DELTAS)
 
     @property
     def passed(self) -> bool:
@@ -98,7 +123,7 @@ class Comparison:
             for k in ("max_abs_err", "max_rel_err"):  # host-dependent digits: see VariantRow.error_check
                 del d[k]
             d |= r.error_check()
-            d["size"] = r.size
+            d |= {"size": r.size, "flash": r.flash, "ram": r.ram, "static_ram": r.static_ram}
             d["cycles_per_mac"] = self.per_mac(r)
             for b in BASELINES:
                 d[f"vs_{b}"] = {k: (asdict(v) if v else None) for k, v in self.deltas(r, b).items()}
@@ -119,28 +144,65 @@ def _num(v) -> str:
     return "-" if v is None else str(v)
 
 
-def table(c: Comparison, title: bool = True) -> str:
-    from tabulate import tabulate
+WIDTH = 100  # tables and notes fit a terminal of this many columns; the rest is in JSON
 
-    headers = ["variant", "result", ".text", ".rodata", "size", "vs separate", "vs lto", "instructions",
-               "est. cycles", "vs separate", "vs lto", "rel err", "clones (refused)"]
+
+def _lines(text: str) -> str:
+    return textwrap.fill(text, WIDTH, break_on_hyphens=False)
+
+
+def github_table(body: list, headers: list, colalign: tuple) -> str:
+    """A GitHub-flavoured table without tabulate's 2-column minimum padding around headers."""
+    import tabulate as tab
+
+    saved, tab.MIN_PADDING = tab.MIN_PADDING, 0
+    try:
+        return tab.tabulate(body, headers=headers, tablefmt="github", disable_numparse=True, colalign=colalign)
+    finally:
+        tab.MIN_PADDING = saved
+
+
+def _by_variant(c: Comparison, cell) -> str:
+    """'all variants X' when every row says the same, else 'v1 X, v2 Y'."""
+    cells = [(r.variant, cell(r)) for r in c.rows if cell(r) is not None]
+    if not cells:
+        return ""
+    if len(cells) == len(c.rows) > 1 and len({x for _, x in cells}) == 1:
+        return f"every variant {cells[0][1]}"
+    return ", ".join(f"{v} {x}" for v, x in cells)
+
+
+def _err(r: VariantRow) -> str | None:
+    within = r.error_check()["within_rtol"]
+    return None if within is None else f"{'<=' if within else '>'} {r.rtol:g}"
+
+
+def table(c: Comparison, title: bool = True) -> str:
+    """The variants of one model within WIDTH columns: flash, RAM, stack, instructions, est. cycles
+    and their ratios to lto; errors, clones, MACs and all-args vs dims as lines below."""
+    headers = ["variant", "result", "flash", "vs lto", "RAM", "stack", "insns", "est. cycles", "vs lto"]
     body = []
     for r in c.rows:
-        d, dl = c.deltas(r), c.deltas(r, "lto")
-        spec = "-" if r.clones is None else f"{r.clones} ({r.refused})"
-        within = r.error_check()["within_rtol"]
-        err = "-" if within is None else f"{'<=' if within else '>'} {r.rtol:g}"
-        body.append([r.variant, r.status, r.text, r.rodata, r.size, _fmt_delta(d["size"]), _fmt_delta(dl["size"]),
-                     _num(r.insns), _num(r.cycles), _fmt_delta(d["cycles"]), _fmt_delta(dl["cycles"]), err, spec])
-    out = tabulate(body, headers=headers, tablefmt="github", disable_numparse=True,
-                   colalign=("left", "left") + ("right",) * 11)
+        dl = c.deltas(r, "lto")
+        body.append([r.variant, r.status, r.flash, _fmt_delta(dl["flash"]), _num(r.ram), _num(r.stack),
+                     _num(r.insns), _num(r.cycles), _fmt_delta(dl["cycles"])])
+    out = github_table(body, headers, ("left", "left") + ("right",) * 7)
+    notes = []
+    err = _by_variant(c, _err)
+    if err:
+        notes.append(f"rel err against JAX: {err}")
+    clones = _by_variant(c, lambda r: None if r.clones is None else f"{r.clones} ({r.refused} refused)")
+    if clones:
+        notes.append(f"clones: {clones}")
     if c.macs and any(c.per_mac(r) for r in c.rows):
-        out += (f"\n\n{c.macs:,} MACs in dot/conv kernels; est. cycles/MAC: "
-                + ", ".join(f"{r.variant} {c.per_mac(r):.2f}" for r in c.rows if c.per_mac(r)))
+        notes.append(f"{c.macs:,} MACs in dot/conv kernels; est. cycles/MAC: "
+                     + ", ".join(f"{r.variant} {c.per_mac(r):.2f}" for r in c.rows if c.per_mac(r)))
     p = c.pair()
-    if p["size"] is not None:
-        out += ("\n" if c.macs else "\n\n") + (f"all-args vs dims: size {_fmt_delta(p['size'])}"
-                + (f", est. cycles {_fmt_delta(p['cycles'])}" if p["cycles"] else ""))
+    if p["flash"] is not None:
+        notes.append(f"all-args vs dims: flash {_fmt_delta(p['flash'])}"
+                     + (f", est. cycles {_fmt_delta(p['cycles'])}" if p["cycles"] else ""))
+    if notes:
+        out += "\n\n" + "\n".join(_lines(n) for n in notes)
     head = f"### {c.model}\n\n" if title else ""
     tail = "\n" if c.ran else "\nnot run: no inputs (an XLA kernel module or a module without model.json); sizes only\n"
     return head + out + "\n" + tail
@@ -159,25 +221,25 @@ def geomean(values: list[float]) -> float | None:
 
 
 def _geo(comparisons: list[Comparison], variant: str, baseline: str) -> dict:
-    size, cyc = [], []
+    ratios: dict[str, list[float]] = {k: [] for k in ("flash", "ram", "cycles")}
     for c in comparisons:
         r = c.row(variant)
         if r is None:
             continue
         d = c.deltas(r, baseline)
-        if d["size"]:
-            size.append(d["size"].ratio)
-        if d["cycles"]:
-            cyc.append(d["cycles"].ratio)
-    gs, gc = geomean(size), geomean(cyc)
-    return {"size": None if gs is None else round(gs, 4), "cycles": None if gc is None else round(gc, 4),
-            "models": len(size)}
+        for k, values in ratios.items():
+            if d[k]:
+                values.append(d[k].ratio)
+    out = {}
+    for k, values in ratios.items():
+        g = geomean(values)
+        out[k] = None if g is None else round(g, 4)
+    return out | {"models": len(ratios["flash"])}
 
 
 def summary(comparisons: list[Comparison], variants: tuple[str, ...]) -> tuple[str, dict]:
-    """Geometric means over models of each variant's size and cycle ratios to `separate` and to
-    `lto`, and of all-args' ratios to dims."""
-    from tabulate import tabulate
+    """Geometric means over models of each variant's flash, RAM and cycle ratios to `separate` and
+    to `lto`, and of all-args' ratios to dims. Headers 'X/Y': the mean of X(variant) / X(Y)."""
 
     def fmt(v):
         return "-" if v is None else f"{v:.3f}x"
@@ -186,22 +248,20 @@ def summary(comparisons: list[Comparison], variants: tuple[str, ...]) -> tuple[s
     for v in variants:
         by = {b: _geo(comparisons, v, b) for b in BASELINES}
         data[v] = {f"vs_{b}": by[b] for b in BASELINES}
-        body.append([v, fmt(by["separate"]["size"]), fmt(by["lto"]["size"]), fmt(by["separate"]["cycles"]),
-                     fmt(by["lto"]["cycles"]), by["separate"]["models"]])
+        body.append([v, fmt(by["separate"]["flash"]), fmt(by["lto"]["flash"]), fmt(by["lto"]["ram"]),
+                     fmt(by["separate"]["cycles"]), fmt(by["lto"]["cycles"]), by["separate"]["models"]])
     if PAIR[0] in variants and PAIR[1] in variants:
         g = _geo(comparisons, *PAIR)
         data["all_args_vs_dims"] = g
-        body.append([f"{PAIR[0]} vs {PAIR[1]}", fmt(g["size"]), "", fmt(g["cycles"]), "", g["models"]])
-    text = tabulate(body, headers=["variant", "size vs separate", "size vs lto", "cycles vs separate",
-                                   "cycles vs lto", "models"], tablefmt="github", disable_numparse=True,
-                    colalign=("left", "right", "right", "right", "right", "right"))
+        body.append([f"{PAIR[0]} vs {PAIR[1]}", fmt(g["flash"]), "", fmt(g["ram"]), fmt(g["cycles"]), "",
+                     g["models"]])
+    text = github_table(body, ["variant", "flash/separate", "flash/lto", "RAM/lto", "cycles/separate", "cycles/lto",
+                            "models"], ("left",) + ("right",) * 6)
     return text + "\n", data
 
 
 def per_mac_table(comparisons: list[Comparison], variants: tuple[str, ...]) -> str:
     """est. cycles/MAC of every model with dot/conv kernels, one column per variant."""
-    from tabulate import tabulate
-
     body = []
     for c in comparisons:
         if not c.macs:
@@ -214,5 +274,4 @@ def per_mac_table(comparisons: list[Comparison], variants: tuple[str, ...]) -> s
         body.append([c.model, f"{c.macs:,}", *cells])
     if not body:
         return ""
-    return tabulate(body, headers=["model", "MACs", *variants], tablefmt="github", disable_numparse=True,
-                    colalign=("left",) + ("right",) * (len(variants) + 1)) + "\n"
+    return github_table(body, ["model", "MACs", *variants], ("left",) + ("right",) * (len(variants) + 1)) + "\n"

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _comparison(model: str, scale: float = 1.0) -> report.Comparison:
     rows = tuple(report.VariantRow(v, "pass", text=1000 + 10 * i, rodata=200, data=0, bss=512,
-                                   insns=int(5000 * scale) - i, cycles=int(9000 * scale) - 3 * i)
+                                   insns=int(5000 * scale) - i, cycles=int(9000 * scale) - 3 * i, stack=64 + 8 * i)
                  for i, v in enumerate(("separate", "lto", "dims")))
     return report.Comparison(model, "captured", rows)
 
@@ -24,6 +24,16 @@ def _comparison(model: str, scale: float = 1.0) -> report.Comparison:
 def _report(*models: report.Comparison) -> dict:
     """The shape scripts/benchmark.py writes (reports/variants.json)."""
     return {"options": {}, "environment": {}, "summary": {}, "failed": {}, "models": [c.as_dict() for c in models]}
+
+
+def _before_memory_accounting(data: dict) -> dict:
+    """A report as written before rows had flash and RAM (only `size` = .text + .rodata)."""
+    old = copy.deepcopy(data)
+    for m in old["models"]:
+        for r in m["variants"]:
+            for k in ("flash", "ram", "static_ram", "stack", "lib_flash", "lib_ram"):
+                del r[k]
+    return old
 
 
 def _write(tmp_path: Path, name: str, data) -> Path:
@@ -70,7 +80,7 @@ def test_ten_percent_cycle_regression_exits_1(tmp_path, base, capsys):
 
 def test_absolute_limit_and_flash(tmp_path, base, capsys):
     new = copy.deepcopy(base)
-    new["models"][0]["variants"][0]["size"] += 300
+    new["models"][0]["variants"][0]["flash"] += 300
     a, b = _write(tmp_path, "a.json", base), _write(tmp_path, "b.json", new)
     assert run(capsys, "diff", a, b, "--fail-on", "flash:+256")[0] == 1
     assert run(capsys, "diff", a, b, "--fail-on", "flash:+300")[0] == 0
@@ -94,13 +104,25 @@ def test_added_and_removed_are_listed_not_errors(tmp_path, base, capsys):
     assert "only in BASE: mlp, kws/lto" in out
 
 
+def test_flash_and_ram_come_from_the_rows(tmp_path, base, capsys):
+    """Today's rows carry flash and RAM (report.VariantRow): a RAM regression is caught."""
+    row = base["models"][0]["variants"][1]
+    assert row["flash"] == row["text"] + row["rodata"] + row["data"] + row["lib_flash"]
+    assert row["ram"] == row["data"] + row["bss"] + row["lib_ram"] + row["stack"]
+    new = copy.deepcopy(base)
+    new["models"][0]["variants"][1]["ram"] += 100  # e.g. the stack grew
+    code, out, _ = run(capsys, "diff", _write(tmp_path, "a.json", base), _write(tmp_path, "b.json", new),
+                       "--fail-on", "ram:+10%")
+    assert code == 1 and "mlp/lto: ram 584 -> 684" in out
+
+
 def test_ram_is_compared_when_both_reports_have_it(tmp_path, base, capsys):
-    # RAM is not in today's reports: n/a, and a threshold on it is reported as not checked
-    a = _write(tmp_path, "a.json", base)
+    # RAM was not in older reports: n/a, and a threshold on it is reported as not checked
+    a = _write(tmp_path, "a.json", _before_memory_accounting(base))
     code, out, _ = run(capsys, "diff", a, a, "--fail-on", "ram:+1%")
     assert code == 0 and "n/a" in out and "not checked (a report lacks the metric): ram:+1%" in out
     # once rows carry a 'ram' field, it is a metric like the others
-    with_ram = copy.deepcopy(base)
+    with_ram = _before_memory_accounting(base)
     for m in with_ram["models"]:
         for r in m["variants"]:
             r["ram"] = 4096
@@ -196,6 +218,7 @@ def test_ci_workflow():
 
 def test_metric_compared_under_the_field_both_reports_have(tmp_path, base, capsys):
     """A report whose rows add 'flash' (a wider definition) is compared on 'size' with an older one."""
+    base = _before_memory_accounting(base)
     new = copy.deepcopy(base)
     for m in new["models"]:
         for r in m["variants"]:

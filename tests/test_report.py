@@ -24,3 +24,29 @@ def test_error_over_tolerance_is_shown():
     c = _comparison(3e-5, 1e-3)
     assert c.as_dict()["variants"][0]["within_rtol"] is False
     assert "> 1e-05" in report.table(c)
+
+
+def test_tables_fit_100_columns():
+    """The widest numbers the board allows (4 MiB of flash, 9-digit counts) still fit; details in JSON."""
+    rows = tuple(report.VariantRow(v, "pass", 3_999_000, 190_000, 4_000, 4_000_000, 987_654_321, 999_999_999,
+                                   1e-7, 1e-7, clones=99, refused=9, rtol=1e-5, lib_flash=9_000, lib_ram=1_080,
+                                   stack=123_456)
+                 for v in ("separate", "lto", "llvm-funcspec", "dims", "all-args"))
+    c = report.Comparison("mobilenet_vww", "captured", rows, macs=12_501_632)
+    text, _ = report.summary([c], tuple(r.variant for r in rows))
+    for out in (report.table(c), text, report.per_mac_table([c], tuple(r.variant for r in rows)), report.NOTE):
+        assert max(len(line) for line in out.splitlines()) <= 100, out
+    row = c.as_dict()["variants"][0]
+    assert row["flash"] == 3_999_000 + 190_000 + 4_000 + 9_000
+    assert row["ram"] == 4_000 + 4_000_000 + 1_080 + 123_456 and row["static_ram"] == row["ram"] - 123_456
+
+
+def test_run_table_fits_100_columns():
+    from specializer.cli import _table
+    from specializer.measure import Row
+
+    r = Row("mobilenet_vww", "pass", 1e-7, 1.2e-7, 3_999_000, 190_000, 4_000, 4_000_000, 987_654_321, 999_999_999,
+            9_000, 1_080, 123_456)
+    out = _table([r])
+    assert max(len(line) for line in out.splitlines()) <= 100, out
+    assert f"| {r.flash} |" in out and f"| {r.ram} |" in out and r.ram == 4_000 + 4_000_000 + 1_080 + 123_456

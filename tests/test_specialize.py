@@ -267,6 +267,8 @@ def test_raw_xla_kernel_module_is_built_not_run(tmp_path):
     assert [v["variant"] for v in data["variants"]] == ["separate", "lto", "llvm-funcspec", "dims", "all-args"]
     assert all(v["status"] == "not run" and v["insns"] is None for v in data["variants"])
     assert all(v["text"] > 0 for v in data["variants"])
+    # flash is known without a run; RAM needs the stack, which only a run measures
+    assert all(v["flash"] >= v["text"] and v["ram"] is None and v["stack"] is None for v in data["variants"])
     assert (tmp_path / "out" / "all-args" / "specialization.log").is_file()
     table = run_cli(IR / "retarget_x86_kernel.ll", "--variants", "lto", "-o", tmp_path / "t")
     assert "not run: no inputs" in table.stdout

@@ -27,10 +27,13 @@ def test_every_variant_passes_and_rebuild_is_identical(captured, tmp_path):
         assert "max_rel_err" not in v and "max_abs_err" not in v  # host-dependent digits stay out
         assert v["insns"] > 0 and v["cycles"] >= v["insns"]
         assert v["text"] > 0
+        # flash and RAM as the rows define them, the measured stack included
+        assert v["flash"] == v["text"] + v["rodata"] + v["data"] + v["lib_flash"]
+        assert v["ram"] == v["static_ram"] + v["stack"] and v["stack"] > 0
     # separate counts the kernel library's object too: the matmul kernel is in its .text
     sep = out / "separate"
     assert "libjit_matmul_f32" in (sep / "profile.txt").read_text()
-    assert rows["separate"]["vs_separate"]["size"] == {"ratio": 1.0, "percent": 0.0}
+    assert rows["separate"]["vs_separate"]["flash"] == {"ratio": 1.0, "percent": 0.0}
     assert rows["all-args"]["clones"] > 0
     # the constant call frames and the weights were specialized, with their shapes in the log
     log = (out / "all-args" / "specialization.log").read_text()

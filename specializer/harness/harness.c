@@ -67,6 +67,17 @@ static void dump(unsigned index, const uint8_t *data, uint32_t bytes) {
     }
 }
 
+uint32_t harness_entry_sp;
+
+/* Bytes of stack the measured call used: from its entry sp down to the lowest word that no
+ * longer holds the paint. A word fn wrote with the paint value itself at its deepest point
+ * would hide 4 bytes; nothing else can. */
+static uint32_t stack_used(void) {
+    const uint32_t *p = __stack_limit, *top = (const uint32_t *)harness_entry_sp;
+    while (p < top && *p == HARNESS_STACK_PAINT) p++;
+    return (uint32_t)((const uint8_t *)top - (const uint8_t *)p);
+}
+
 static float fabs_(float x) { return x < 0 ? -x : x; }
 
 static int matches(const struct harness_tensor *t) {
@@ -92,7 +103,10 @@ int main(void) {
         memcpy(harness_inputs[i].model, harness_inputs[i].data, harness_inputs[i].count * harness_inputs[i].elem_bytes);
     uint32_t calib = harness_measure(harness_empty);
     uint32_t ticks = harness_measure(harness_entry_fn);
+    uint32_t stack = stack_used(); /* before any deeper call dirties the painted area */
     put_line_u32("counter", ticks, calib);
+    /* used, and the free stack there was: equal when fn reached the end of .bss (overflow) */
+    put_line_u32("stack", stack, harness_entry_sp - (uint32_t)__stack_limit);
     int ok = 1;
     for (unsigned i = 0; i < harness_n_outputs; i++) {
         const struct harness_tensor *t = &harness_outputs[i];

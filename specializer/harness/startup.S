@@ -56,6 +56,7 @@ harness_fault:
     b harness_report_fault
 
 /* uint32_t harness_measure(void (*fn)(void)): FPGAIO 25 MHz counter ticks around fn().
+ * Also paints the free stack and records fn's entry sp (harness_entry_sp) for the stack scan.
  * Written in assembly so the instructions around the call are fixed: a calibration run on
  * harness_empty (one `bx lr`) measures them. `harness_measure_return` is where the QEMU
  * plugin stops counting; it starts at fn's first instruction. */
@@ -63,6 +64,18 @@ harness_fault:
     .global harness_measure
 harness_measure:
     push {r4, r5, r6, lr}
+    /* Paint the free stack, [__stack_limit, sp), with HARNESS_STACK_PAINT (harness.h): after the
+     * call the lowest word fn changed is its peak stack. Here, not in C, so that no frame of the
+     * painting code sits between the painted area and fn's. */
+    ldr r1, =__stack_limit
+    ldr r2, =0x5AC3A55A
+    mov ip, sp
+6:  cmp r1, ip
+    bhs 7f
+    str r2, [r1], #4
+    b 6b
+7:  ldr r1, =harness_entry_sp
+    str ip, [r1]
     ldr r4, =0x40028018
     ldr r5, [r4]
     blx r0
