@@ -6,9 +6,8 @@
  * specializer/intrinsics.py, as are the vector forms `xla.F.vNf32`) and ldexp (f64 only, used
  * inside XLA's own f64 exp: never called from f32 code). Each is defined here within
  * the ulp error XLA's own gives (bounds measured on QEMU by tests/test_xla_math.py and listed in
- * README, "The kernel library"). Where newlib's libm is accurate (its fdlibm float code, under
- * 1 ulp) it is used; where a short polynomial is both within XLA's bound and cheaper, it is ours.
- * Cycle counts for both are in the README. */
+ * README, "The kernel library"). Where newlib's libm is accurate (its fdlibm float code, about
+ * 1 ulp) it is used; rsqrt is ours. Per-call cycle estimates are in the README. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -38,9 +37,8 @@ float libjit_xla_cos_f32(float x) { return cosf(x); }
  * IEEE edges come from the first estimate: +0 -> +inf, -0 -> -inf, +inf -> +0, x < 0 or NaN -> NaN. */
 float libjit_xla_rsqrt_f32(float x)
 {
-  float y = 1.0f / __builtin_sqrtf(x);
   if (!(x > 0.0f) || x == __builtin_inff()) {
-    return y;
+    return 1.0f / __builtin_sqrtf(x);
   }
   float scale = 1.0f;
   if (x < 0x1p-100f) {
@@ -50,7 +48,7 @@ float libjit_xla_rsqrt_f32(float x)
     x *= 0x1p-64f;
     scale = 0x1p-32f;
   }
-  y = 1.0f / __builtin_sqrtf(x);
+  float y = 1.0f / __builtin_sqrtf(x);
   float hi = y * y;
   float lo = __builtin_fmaf(y, y, -hi);  /* y*y == hi + lo exactly */
   float r = __builtin_fmaf(-x, hi, 1.0f) - x * lo;
