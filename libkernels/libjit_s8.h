@@ -1,4 +1,4 @@
-/* libjit int8 kernels: what capture calls for XLA's integer dots on int8 operands.
+/* libjit integer kernels: what capture calls for XLA's integer dots (int8 and int32 operands).
  *
  * ABI as in libjit_f32.h: outputs first, every integer argument an int32_t, buffers never
  * overlap. int8 buffers need no alignment.
@@ -16,5 +16,10 @@
  * arm_nn_mat_mult_nt_t_s8_s32; the other layouts on plain loops. */
 void libjit_matmul_s8_s32(int32_t *out, const int8_t *lhs, const int8_t *rhs, int32_t batch, int32_t m,
                           int32_t k, int32_t n, int32_t lhs_transposed, int32_t rhs_transposed);
+
+/* Batched s32 x s32 -> s32 matrix product, same layouts and result as above, wrapping modulo
+ * 2^32 (so it serves u32 x u32 -> u32 as well: the bits are the same). Plain loops. */
+void libjit_matmul_s32(int32_t *out, const int32_t *lhs, const int32_t *rhs, int32_t batch, int32_t m,
+                       int32_t k, int32_t n, int32_t lhs_transposed, int32_t rhs_transposed);
 
 #endif /* LIBJIT_S8_H */

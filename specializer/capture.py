@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codegen, entry, fminmax, intrinsics, libcalls, memplan, xla_executable as xe
+from . import codegen, entry, fminmax, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
 from .errors import UserError
 from .files import write_all
 from .manifest import Manifest, Tensor, flat, np_dtype
@@ -329,16 +329,20 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
     header = f'target datalayout = "{DATALAYOUT}"\ntarget triple = "{TRIPLE}"\n\n'
     modules = [codegen.parse(f"; ModuleID = '{prefix}'\n" + header + entry_ir, f"{prefix}.entry.ll")]
     sources = _kernel_sources(dump)
-    kernel_texts, linked_files = [], set()
+    kernel_texts, by_file = [], {}
     for name in _kernels_in(thunks):
         if name not in sources:
             raise UserError(f"capture: XLA wrote no IR for kernel '{name}'")
-        if sources[name] in linked_files:  # a kernel module may define several kernels
-            continue
-        linked_files.add(sources[name])
-        text = fminmax.lower(retarget(normalize(sources[name].read_text())))
+        by_file.setdefault(sources[name], []).append(name)  # a kernel module may define several
+    texts = {}
+    for path, names in by_file.items():
+        texts[tuple(names)] = fminmax.lower(retarget(normalize(path.read_text())))
+    # before anything is linked: a function nothing provides is refused by its op, not at link
+    ops = {t.kernel_name: t.op_name for t in _walk(exe.thunks) if isinstance(t, xe.KernelThunk)}
+    runtime_symbols.check(texts, lambda names, base: _op_phrase(dump, [ops.get(n, n) for n in names], base))
+    for (path, _), text in zip(by_file.items(), texts.values()):
         kernel_texts.append(text)
-        modules.append(codegen.parse(text, sources[name].name))
+        modules.append(codegen.parse(text, path.name))
     wrappers = intrinsics.vector_wrappers("\n".join(kernel_texts))
     if wrappers:
         modules.append(codegen.parse(header + wrappers, "xla_vector_math.ll"))
@@ -365,6 +369,34 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
     atol = max([1e-6] + [float(np.float32(m * 0.1)) for m in floats])
     manifest = Manifest(function, entry_name, inputs, tuple(outputs), weights, meta["versions"], atol=atol)
     return str(linked), manifest
+
+
+def _op_phrase(dump: Dump, op_names: list[str], base: str) -> str:
+    """"op 'atan2' (HLO %atan2.3 in fusion.2)": the HLO instruction, inside the kernels' fusions,
+    whose opcode calls the math function `base`; the kernel's own instruction if none does."""
+    instrs = {i.name: i for c in dump.hlo.values() for i in c.instructions}
+    opcodes = runtime_symbols.OPCODES.get(base, ())
+    for op in op_names:
+        seen, todo = set(), [c for c in (_called(instrs.get(op)),) if c]
+        while todo:
+            comp = dump.hlo.get(todo.pop(0))
+            if comp is None or comp.name in seen:
+                continue
+            seen.add(comp.name)
+            for i in comp.instructions:
+                if i.opcode in opcodes:
+                    return f"op '{i.opcode}' (HLO %{i.name} in {op})"
+                if _called(i):
+                    todo.append(_called(i))
+        ins = instrs.get(op)
+        if ins is not None and ins.opcode in opcodes:
+            return f"op '{ins.opcode}' (HLO %{ins.name})"
+    ins = instrs.get(op_names[0])
+    return f"op '{ins.opcode}' (HLO %{ins.name})" if ins else f"kernel '{op_names[0]}'"
+
+
+def _called(ins) -> str | None:
+    return ins.attr("calls") if ins is not None and ins.opcode == "fusion" else None
 
 
 def _param_alloc(dump: Dump, number: int) -> int:

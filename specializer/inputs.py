@@ -116,9 +116,7 @@ def _without_asm(path: Path, text: str) -> str:
 
 def _xla_kernels(path: Path, text: str) -> Model:
     text = fminmax.lower(retarget(normalize(text)))
-    wrappers = intrinsics.vector_wrappers(text)
-    if wrappers:
-        text += "\n" + wrappers
+    text = intrinsics.append_to(text)
     entries = _external_functions(_parse(text, str(path)), kernels_only=True)
     if not entries:
         raise UserError(f"{path}: no entry point: no XLA kernel (ptr @kernel(ptr %frame)) defined")

@@ -1,7 +1,9 @@
-"""Define the vector forms of XLA's math functions (`xla.tanh.v8f32`, ...) in IR.
+"""Define in IR what XLA's math intrinsics need beyond libjit's scalar `xla.F.f32` functions.
 
-XLA's vectorized loops call `<N x float> @xla.F.vNf32(<N x float>)`; Cortex-M4 has no vector
-unit, so each is defined as N calls of the scalar `xla.F.f32` that libjit provides.
+- Vector forms `<N x float> @xla.F.vNf32(<N x float>)`: Cortex-M4 has no vector unit, so each
+  is N calls of the scalar `xla.F.f32` that libjit provides (libkernels/xla_math.c).
+- `xla.fptrunc.f32.to.bf16` (and its vector forms): f32 -> bfloat16 rounded to nearest even, a
+  NaN kept quiet, as XLA defines it; integer arithmetic, so no compiler-rt helper is needed.
 """
 
 from __future__ import annotations
@@ -9,21 +11,78 @@ from __future__ import annotations
 import re
 
 _VECTOR_DECL = re.compile(r'^declare <(\d+) x float> @"?xla\.(\w+)\.v(\d+)f32"?\(<\d+ x float>\)', re.M)
+_FPTRUNC_DECL = re.compile(r'^declare (?:<(\d+) x bfloat>|bfloat) @"?xla\.fptrunc\.(?:v\d+)?f32\.to\.(?:v\d+)?bf16"?\(', re.M)
+
+FPTRUNC = "xla.fptrunc.f32.to.bf16"
+# Symbols this module defines whenever a kernel declares them (the capture check counts them).
+VECTOR_NAME = re.compile(r"^xla\.(\w+)\.v\d+f32$")
+FPTRUNC_NAME = re.compile(r"^xla\.fptrunc\.(v\d+)?f32\.to\.(v\d+)?bf16$")
+
+
+def _fptrunc_scalar() -> list[str]:
+    return [
+        f"define linkonce_odr bfloat @{FPTRUNC}(float %x) {{",
+        "  %b = bitcast float %x to i32",
+        "  %nan = fcmp uno float %x, 0.0",
+        "  %hi = lshr i32 %b, 16",
+        "  %odd = and i32 %hi, 1",
+        "  %bias = add i32 %odd, 32767",  # ties go to the even bf16
+        "  %rounded = add i32 %b, %bias",
+        "  %quiet = or i32 %b, 4194304",  # a NaN stays a NaN (the rounding could carry into inf)
+        "  %sel = select i1 %nan, i32 %quiet, i32 %rounded",
+        "  %top = lshr i32 %sel, 16",
+        "  %t = trunc i32 %top to i16",
+        "  %r = bitcast i16 %t to bfloat",
+        "  ret bfloat %r",
+        "}",
+    ]
+
+
+def _unrolled(name: str, n: int, elem_in: str, elem_out: str, scalar: str) -> list[str]:
+    vin, vout = f"<{n} x {elem_in}>", f"<{n} x {elem_out}>"
+    body = [f"define linkonce_odr {vout} @{name}({vin} %x) {{"]
+    acc = "poison"
+    for i in range(n):
+        body.append(f"  %e{i} = extractelement {vin} %x, i32 {i}")
+        body.append(f"  %r{i} = call {elem_out} @{scalar}({elem_in} %e{i})")
+        body.append(f"  %v{i} = insertelement {vout} {acc}, {elem_out} %r{i}, i32 {i}")
+        acc = f"%v{i}"
+    return body + [f"  ret {vout} {acc}", "}"]
 
 
 def vector_wrappers(module_text: str) -> str:
-    """IR text defining every vector XLA math function `module_text` declares (may be empty)."""
+    """IR text defining every vector XLA math function and every bf16 truncation
+    `module_text` declares (may be empty)."""
     out = []
+    scalars = set()
     for m in sorted(set(_VECTOR_DECL.findall(module_text))):
         n, fn = int(m[0]), m[1]
-        vec = f"<{n} x float>"
-        body = [f"define linkonce_odr {vec} @xla.{fn}.v{n}f32({vec} %x) {{"]
-        acc = "poison"
-        for i in range(n):
-            body.append(f"  %e{i} = extractelement {vec} %x, i32 {i}")
-            body.append(f"  %r{i} = call float @xla.{fn}.f32(float %e{i})")
-            body.append(f"  %v{i} = insertelement {vec} {acc}, float %r{i}, i32 {i}")
-            acc = f"%v{i}"
-        body += [f"  ret {vec} {acc}", "}", f"declare float @xla.{fn}.f32(float)", ""]
-        out += body
-    return "\n".join(out)
+        out += _unrolled(f"xla.{fn}.v{n}f32", n, "float", "float", f"xla.{fn}.f32")
+        scalars.add(f"declare float @xla.{fn}.f32(float)")
+    widths = set(_FPTRUNC_DECL.findall(module_text))
+    if widths:
+        out += _fptrunc_scalar()
+        for w in sorted(int(x) for x in widths if x):
+            out += _unrolled(f"xla.fptrunc.v{w}f32.to.v{w}bf16", w, "float", "bfloat", FPTRUNC)
+    out += sorted(scalars)
+    return "\n".join(out) + "\n" if out else ""
+
+
+def append_to(module_text: str) -> str:
+    """`module_text` with the wrappers it needs defined in it (their declarations dropped)."""
+    wrappers = vector_wrappers(module_text)
+    if not wrappers:
+        return module_text
+    defined = set(re.findall(r"^define linkonce_odr [^@]*@([\w.]+)\(", wrappers, re.M))
+    declared = set(re.findall(r'^declare [^@]*@"?([\w.]+)"?\(', module_text, re.M))
+    kept = [ln for ln in module_text.splitlines()
+            if not (ln.startswith("declare ") and re.search(r'@"?([\w.]+)"?\(', ln).group(1) in defined)]
+    extra = [ln for ln in wrappers.splitlines()
+             if not (ln.startswith("declare ") and re.search(r"@([\w.]+)\(", ln).group(1) in declared)]
+    return "\n".join(kept + [""] + extra) + "\n"
+
+
+def defines(symbol: str) -> bool:
+    """Whether vector_wrappers defines `symbol` when a kernel declares it (the vector forms
+    need their scalar, which the caller checks separately)."""
+    return bool(VECTOR_NAME.match(symbol) or FPTRUNC_NAME.match(symbol))

@@ -15,7 +15,9 @@ from .errors import UserError
 from .thunks import LibCall, Scratch, Slice
 
 # (lhs, rhs, out) element types -> kernel
-DOT_KERNELS = {("f32", "f32", "f32"): "libjit_matmul_f32", ("s8", "s8", "s32"): "libjit_matmul_s8_s32"}
+DOT_KERNELS = {("f32", "f32", "f32"): "libjit_matmul_f32", ("s8", "s8", "s32"): "libjit_matmul_s8_s32",
+               # wrapping 32-bit sums: signed and unsigned give the same bits
+               ("s32", "s32", "s32"): "libjit_matmul_s32", ("u32", "u32", "u32"): "libjit_matmul_s32"}
 CONV_KERNELS = {("f32", "f32", "f32"): "libjit_conv2d_f32"}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .specialize import direct_calls
 
-KERNELS = ("libjit_matmul_f32", "libjit_matmul_s8_s32", "libjit_conv2d_f32")
+KERNELS = ("libjit_matmul_f32", "libjit_matmul_s8_s32", "libjit_matmul_s32", "libjit_conv2d_f32")
 
 
 def count(text: str) -> int:
