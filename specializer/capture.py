@@ -434,5 +434,7 @@ def capture(source: Path, function: str, out_dir: Path, ir_dots: bool = False,
     files = [(ll, text), (js, manifest_text)]
     if log:
         files.append((out_dir / "capture.log", "".join(f"capture: {line}\n" for line in log)))
+    else:  # a log from an earlier capture into this directory would describe another model
+        (out_dir / "capture.log").unlink(missing_ok=True)
     write_all(files)
     return Captured(ll, js, manifest, tuple(log))

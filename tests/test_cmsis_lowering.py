@@ -16,7 +16,7 @@ from specializer.thunks import Slice
 MODEL = Path(__file__).parent / "data" / "int8_blocks" / "blocks_model.py"
 
 
-@pytest.mark.parametrize("fn, cmsis_fn", [("conv", "arm_convolve_s8"),
+@pytest.mark.parametrize("fn, cmsis_fn", [("conv", "arm_convolve_s8"), ("pointwise", "arm_convolve_s8"),
                                           ("depthwise", "arm_depthwise_conv_s8"),
                                           ("depthwise_mult2", "arm_depthwise_conv_s8"),
                                           ("dense", "arm_fully_connected_s8")])

@@ -23,6 +23,36 @@ static inline int8_t dw_requant(int32_t acc, int32_t oc, const int32_t *bias,
     return (int8_t)v;
 }
 
+#if defined(ARM_MATH_DSP)
+/* channels c..c+3 of one output pixel over taps [ky0, ky1) x [kx0, kx1); src and f point at
+   channel c of tap (0, 0) */
+static inline __attribute__((always_inline)) void dw4(int8_t *o, int32_t c, const int8_t *src, const int8_t *f,
+                                                     int32_t ky0, int32_t ky1, int32_t kx0, int32_t kx1,
+                                                     int32_t row_stride, int32_t col_stride, int32_t frow_stride,
+                                                     int32_t fcol_stride, uint32_t off2, const int32_t *bias,
+                                                     const cmsis_nn_per_channel_quant_params *qp,
+                                                     const cmsis_nn_dw_conv_params *p)
+{
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (int32_t ky = ky0; ky < ky1; ky++) {
+        for (int32_t kx = kx0; kx < kx1; kx++) {
+            const uint32_t xv = (uint32_t)arm_nn_read_s8x4(src + ky * row_stride + kx * col_stride);
+            const uint32_t wv = (uint32_t)arm_nn_read_s8x4(f + ky * frow_stride + kx * fcol_stride);
+            const uint32_t x02 = __SXTAB16(off2, xv), x13 = __SXTAB16_RORn(off2, xv, 8);
+            const uint32_t w02 = __SXTB16(wv), w13 = __SXTB16_RORn(wv, 8);
+            a0 = (int32_t)__SMLABB(x02, w02, (uint32_t)a0);
+            a2 = (int32_t)__SMLATT(x02, w02, (uint32_t)a2);
+            a1 = (int32_t)__SMLABB(x13, w13, (uint32_t)a1);
+            a3 = (int32_t)__SMLATT(x13, w13, (uint32_t)a3);
+        }
+    }
+    o[c] = dw_requant(a0, c, bias, qp, p);
+    o[c + 1] = dw_requant(a1, c + 1, bias, qp, p);
+    o[c + 2] = dw_requant(a2, c + 2, bias, qp, p);
+    o[c + 3] = dw_requant(a3, c + 3, bias, qp, p);
+}
+#endif
+
 arm_cmsis_nn_status arm_depthwise_conv_s8(const cmsis_nn_context *ctx,
                                           const cmsis_nn_dw_conv_params *dw_conv_params,
                                           const cmsis_nn_per_channel_quant_params *quant_params,
@@ -63,29 +93,22 @@ arm_cmsis_nn_status arm_depthwise_conv_s8(const cmsis_nn_context *ctx,
                 int8_t *o = out + (oy * out_w + ox) * out_c;
                 int32_t c = 0;
 #if defined(ARM_MATH_DSP)
-                /* valid taps (dilation 1 here): ky in [ky0, ky1), kx in [kx0, kx1) */
+                /* valid taps (dilation 1 here): ky in [ky0, ky1), kx in [kx0, kx1); a window
+                   fully inside the input takes the path with constant trip counts, which the
+                   compiler unrolls once the filter size is known */
                 const int32_t ky0 = MAX(0, -y0), ky1 = MIN(kh, in_h - y0);
                 const int32_t kx0 = MAX(0, -x0), kx1 = MIN(kw, in_w - x0);
-                for (; c < c4; c += 4) {
-                    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-                    for (int32_t ky = ky0; ky < ky1; ky++) {
-                        const int8_t *src = in + ((y0 + ky) * in_w + x0) * in_c + c;
-                        const int8_t *f = filter_data + ky * kw * out_c + c;
-                        for (int32_t kx = kx0; kx < kx1; kx++) {
-                            const uint32_t xv = (uint32_t)arm_nn_read_s8x4(src + kx * in_c);
-                            const uint32_t wv = (uint32_t)arm_nn_read_s8x4(f + kx * out_c);
-                            const uint32_t x02 = __SXTAB16(off2, xv), x13 = __SXTAB16_RORn(off2, xv, 8);
-                            const uint32_t w02 = __SXTB16(wv), w13 = __SXTB16_RORn(wv, 8);
-                            a0 = (int32_t)__SMLABB(x02, w02, (uint32_t)a0);
-                            a2 = (int32_t)__SMLATT(x02, w02, (uint32_t)a2);
-                            a1 = (int32_t)__SMLABB(x13, w13, (uint32_t)a1);
-                            a3 = (int32_t)__SMLATT(x13, w13, (uint32_t)a3);
-                        }
+                const int8_t *window = in + (y0 * in_w + x0) * in_c;
+                if (ky0 == 0 && kx0 == 0 && ky1 == kh && kx1 == kw) {
+                    for (; c < c4; c += 4) {
+                        dw4(o, c, window + c, filter_data + c, 0, kh, 0, kw, in_w * in_c, in_c, kw * out_c,
+                            out_c, off2, bias_data, quant_params, p);
                     }
-                    o[c] = dw_requant(a0, c, bias_data, quant_params, p);
-                    o[c + 1] = dw_requant(a1, c + 1, bias_data, quant_params, p);
-                    o[c + 2] = dw_requant(a2, c + 2, bias_data, quant_params, p);
-                    o[c + 3] = dw_requant(a3, c + 3, bias_data, quant_params, p);
+                } else {
+                    for (; c < c4; c += 4) {
+                        dw4(o, c, window + c, filter_data + c, ky0, ky1, kx0, kx1, in_w * in_c, in_c,
+                            kw * out_c, out_c, off2, bias_data, quant_params, p);
+                    }
                 }
 #endif
                 for (; c < out_c; c++) {

@@ -94,3 +94,24 @@ def dense_per_channel(x, w, b):
 
 dense_per_channel.example_inputs = dense.example_inputs
 dense_per_channel.weights = dense.weights
+
+
+def _pointwise_params():
+    m, s = _quant(7, 8)
+    return ConvParams(input_dims=(1, 6, 5, 8), filter_dims=(7, 1, 1, 8),
+                      output_dims=(1, blocks.conv_output_size(6, 1, 2, (1, 1)),
+                                   blocks.conv_output_size(5, 1, 2, (1, 2)), 7),
+                      stride=(2, 2), padding=((1, 1), (1, 2)), input_offset=-2, output_offset=6,
+                      activation=(-128, 127), multipliers=m, shifts=s)
+
+
+_PW = _pointwise_params()
+
+
+def pointwise(x, w, b):
+    # depth 8: the SMLAD path over whole groups of 4 taps; 7 channels: pairs, then one
+    return blocks.conv2d(x, w, b, _PW)
+
+
+pointwise.example_inputs = {"x": _i8(1, 6, 5, 8)}
+pointwise.weights = {"w": _i8(7, 1, 1, 8), "b": _rng.integers(-3000, 3000, 7).astype(np.int32)}
