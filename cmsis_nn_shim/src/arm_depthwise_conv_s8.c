@@ -80,8 +80,6 @@ arm_cmsis_nn_status arm_depthwise_conv_s8(const cmsis_nn_context *ctx,
 #if defined(ARM_MATH_DSP)
     const int32_t c4 = (ch_mult == 1 && dil_h == 1 && dil_w == 1) ? (out_c & ~3) : 0;
     const uint32_t off2 = ((uint32_t)in_off & 0xFFFF) | ((uint32_t)in_off << 16);
-#else
-    const int32_t c4 = 0;
 #endif
     for (int32_t b = 0; b < input_dims->n; b++) {
         const int8_t *in = input_data + b * in_h * in_w * in_c;
