@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codegen, entry, fminmax, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
+from . import cmsis_calls, codegen, entry, fminmax, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
 from .errors import UserError
 from .files import write_all
 from .manifest import Manifest, Tensor, flat, np_dtype
@@ -41,6 +42,7 @@ class Captured:
     model_ll: Path
     manifest_json: Path
     manifest: Manifest
+    log: tuple[str, ...] = ()  # what capture decided (capture.log next to model.ll)
 
 
 def _sanitize(name: str) -> str:
@@ -52,8 +54,9 @@ DEFAULT_TIMEOUT = 600.0
 
 
 def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str],
-               timeout: float = DEFAULT_TIMEOUT) -> None:
+               timeout: float = DEFAULT_TIMEOUT, lower_int8: bool = True) -> None:
     env = dict(os.environ)
+    env["SPECIALIZER_LOWER_INT8"] = "1" if lower_int8 else "0"
     env["XLA_FLAGS"] = " ".join([f"--xla_dump_to={workdir / 'dump'}", *BASE_FLAGS, *xla_flags])
     env.setdefault("JAX_PLATFORMS", "cpu")
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
@@ -93,8 +96,10 @@ class _Lowering:
     Dots and convolutions go to libjit kernels; with `xla_dots`, the dots XLA emits as IR
     kernels stay XLA's (for comparing XLA's dot code with the library's)."""
 
-    def __init__(self, dump: Dump, thunks: tuple, xla_dots: bool = False):
+    def __init__(self, dump: Dump, thunks: tuple, xla_dots: bool = False, blocks: dict | None = None):
         self.dump = dump
+        self.blocks = blocks or {}  # int8 block scope -> its parameters (cmsis_nn.json)
+        self.log: list[str] = []
         self.xla_dots = xla_dots
         self.instrs = {i.name: i for c in dump.hlo.values() for i in c.instructions}
         self.users: dict[str, int] = {}
@@ -155,6 +160,17 @@ class _Lowering:
             return None  # e.g. an s32 dot of computed operands: XLA's own IR handles it
         return libcalls.lower_dot(t.op_name, lhs, rhs, out, dims)
 
+    def cmsis_nn_call(self, t: xe.CustomCallThunk) -> LibCall:
+        """An int8 block's custom call -> its CMSIS-NN call (NotLowerable if it does not line up)."""
+        scope = t.backend_config
+        p = self.blocks.get(scope)
+        if p is None or CMSIS_NN_TARGET + p["op"] != t.target_name or len(t.results) != 1:
+            raise cmsis_calls.NotLowerable(f"custom call '{t.op_name}' ({t.target_name}, '{scope}') "
+                                           "names no int8 block the model traced")
+        call = cmsis_calls.lower(scope, p, [_operand(a) for a in t.arguments], _operand(t.results[0]))
+        self.log.append(f"lowered {scope} ({t.op_name}) onto {call.function}")
+        return call
+
     def unsupported(self, t: xe.Thunk) -> UserError:
         ins = self.instrs.get(t.op_name)
         what = f"{ins.opcode} {ins.shape}" if ins else t.kind
@@ -199,9 +215,14 @@ class _Lowering:
                 out.append(Conditional(self.slice(s), is_pred, tuple(self.sequence(b) for b in t.branches)))
             elif isinstance(t, xe.CallThunk):
                 out.extend(self.sequence(t.called_sequence))
+            elif isinstance(t, xe.CustomCallThunk) and t.target_name.startswith(CMSIS_NN_TARGET):
+                out.append(self.cmsis_nn_call(t))
             else:
                 raise self.unsupported(t)
         return tuple(out)
+
+
+CMSIS_NN_TARGET = "cmsis_nn."  # specializer.quant.calls.TARGET_PREFIX (not imported: that pulls in JAX)
 
 
 def _walk(thunks):
@@ -265,6 +286,8 @@ def _check_runtime_ops(dump: Dump) -> None:
         if comp.name in fused:
             continue
         for ins in comp.instructions:
+            if ins.opcode == "custom-call" and (ins.attr("custom_call_target") or "").startswith(CMSIS_NN_TARGET):
+                continue  # an int8 block, lowered onto CMSIS-NN
             if ins.opcode in RUNTIME_OPS:
                 what = f"{ins.opcode} {ins.shape}"
                 if ins.opcode == "custom-call":
@@ -277,7 +300,7 @@ def _scratch_bytes(thunks: tuple) -> int:
     most = 0
     for t in thunks:
         if isinstance(t, LibCall):
-            most = max([most] + [a.size for a in t.args if isinstance(a, Scratch)])
+            most = max([most, t.scratch] + [a.size for a in t.args if isinstance(a, Scratch)])
         elif isinstance(t, While):
             most = max(most, _scratch_bytes(t.cond), _scratch_bytes(t.body))
         elif isinstance(t, Conditional):
@@ -294,8 +317,15 @@ def _io_arrays(workdir: Path, meta: dict) -> dict[str, np.ndarray]:
     return io
 
 
-def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[str, Manifest]:
+def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[str, Manifest, list[str]]:
+    """(module text, manifest, log lines). Raises cmsis_calls.NotLowerable when an int8 block's
+    custom call cannot become its CMSIS-NN call."""
     meta = json.loads((workdir / "io.json").read_text())
+    blocks, log = {}, []
+    if (workdir / "cmsis_nn.json").exists():
+        found = json.loads((workdir / "cmsis_nn.json").read_text())
+        blocks = found["blocks"]
+        log += [f"kept XLA's code for {scope}: {why}" for scope, why in sorted(found["kept"].items())]
     io = _io_arrays(workdir, meta)
     dump = read_dump(workdir / "dump")
     _check_runtime_ops(dump)
@@ -303,7 +333,9 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
         raise UserError("capture: XLA could not serialize the executable: "
                         + (workdir / "executable.error").read_text().strip())
     exe = xe.decode_executable((workdir / "executable.bin").read_bytes())
-    thunks = _Lowering(dump, exe.thunks, xla_dots).sequence(exe.thunks)
+    lowering = _Lowering(dump, exe.thunks, xla_dots, blocks)
+    thunks = lowering.sequence(exe.thunks)
+    log = lowering.log + log
     prefix = _sanitize(function)
     params = meta["params"]
 
@@ -368,7 +400,7 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
     floats = [np.abs(o).max() for o in finite if o.size]
     atol = max([1e-6] + [float(np.float32(m * 0.1)) for m in floats])
     manifest = Manifest(function, entry_name, inputs, tuple(outputs), weights, meta["versions"], atol=atol)
-    return str(linked), manifest
+    return str(linked), manifest, log
 
 
 def _op_phrase(dump: Dump, op_names: list[str], base: str) -> str:
@@ -414,13 +446,27 @@ def capture(source: Path, function: str, out_dir: Path, ir_dots: bool = False,
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="specializer-capture-") as tmp:
         work = Path(tmp)
-        run_worker(source, function, work, IR_DOT_FLAGS if ir_dots else [], timeout)
-        text, manifest = build_module(work, function, xla_dots=ir_dots)
+        flags = IR_DOT_FLAGS if ir_dots else []
+        run_worker(source, function, work, flags, timeout)
+        try:
+            text, manifest, log = build_module(work, function, xla_dots=ir_dots)
+        except cmsis_calls.NotLowerable as e:
+            # every block back to XLA's own code, which computes it exactly
+            shutil.rmtree(work)
+            work.mkdir()
+            run_worker(source, function, work, flags, timeout, lower_int8=False)
+            text, manifest, log = build_module(work, function, xla_dots=ir_dots)
+            log = [f"kept XLA's code for every int8 block: {e}"] + log
     try:
         manifest_text = manifest.dumps()  # before anything is written: both files or neither
     except (TypeError, ValueError) as e:
         raise UserError(f"capture: cannot write model.json: {e}") from None
     out_dir.mkdir(parents=True, exist_ok=True)
     ll, js = out_dir / "model.ll", out_dir / "model.json"
-    write_all([(ll, text), (js, manifest_text)])
-    return Captured(ll, js, manifest)
+    files = [(ll, text), (js, manifest_text)]
+    if log:
+        files.append((out_dir / "capture.log", "".join(f"capture: {line}\n" for line in log)))
+    else:  # a log from an earlier capture into this directory would describe another model
+        (out_dir / "capture.log").unlink(missing_ok=True)
+    write_all(files)
+    return Captured(ll, js, manifest, tuple(log))

@@ -7,10 +7,15 @@ whose environment and CPU affinity the parent sets. Writes into OUT:
   io.npz          example inputs, weights and JAX's reference outputs
   io.json         names, order and versions
   dump/           XLA's dump (ir-no-opt.ll per kernel, scheduled HLO, buffer assignment)
+  cmsis_nn.json   with int8 blocks (specializer.quant): every block's parameters and the
+                  blocks kept as XLA code (why); executable.bin and the last module of the
+                  dump then come from a second trace in which each block CMSIS-NN can run is
+                  one custom call (see specializer/quant/calls.py)
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import json
@@ -38,6 +43,14 @@ def load_function(path: Path, name: str):
     return fn
 
 
+def _int8_blocks():
+    """(params.registered, calls) if the model used specializer's int8 blocks, else None."""
+    if "specializer.quant.params" not in sys.modules:
+        return None
+    from specializer.quant import calls, params
+    return params.registered, calls
+
+
 def main(argv: list[str]) -> None:
     path, name, out = Path(argv[0]), argv[1], Path(argv[2])
     import jax  # after the parent set XLA_FLAGS and the affinity
@@ -62,6 +75,14 @@ def main(argv: list[str]) -> None:
     jitted = jax.jit(fn, keep_unused=True)  # keep parameter numbers equal to positions
     compiled = jitted.lower(*args).compile()
     results = jax.tree.leaves(compiled(*args))
+    blocks = _int8_blocks()
+    if blocks is not None and blocks[0]() and os.environ.get("SPECIALIZER_LOWER_INT8", "1") == "1":
+        registered, calls = blocks
+        with calls.emit_calls():
+            # a fresh callable: JAX must trace again rather than reuse the first trace
+            compiled = jax.jit(functools.partial(fn), keep_unused=True).lower(*args).compile()
+        (out / "cmsis_nn.json").write_text(json.dumps({"blocks": registered(), "kept": calls.kept()},
+                                                      indent=1, sort_keys=True))
     exe = compiled.runtime_executable()
     try:
         (out / "executable.bin").write_bytes(exe.client.serialize_executable(exe))

@@ -8,7 +8,7 @@ kernel loads from its frame is a link-time constant.
 from __future__ import annotations
 
 from .memplan import MemoryPlan, _q
-from .thunks import Conditional, Copy, Kernel, LibCall, Scratch, Slice, While
+from .thunks import Conditional, Const, Copy, Kernel, LibCall, Scratch, Slice, While
 
 FRAME = "{ ptr, ptr, i64, ptr }"  # XLA_CPU_KernelCallFrame: num_workgroups, workgroup_id, num_args, args
 ARG = "{ ptr, i64 }"  # XLA_CPU_KernelArg: data, size
@@ -24,6 +24,7 @@ class _Emitter:
         self.tmp = 0
         self.labels = 0
         self.frames: dict[tuple, str] = {}  # equal calls share one frame
+        self.consts: dict[str, Const] = {}
 
     def addr(self, s: Slice) -> str:
         sym, base = self.plan.places[s.alloc]
@@ -77,13 +78,29 @@ class _Emitter:
             return self.addr(a)
         if isinstance(a, Scratch):
             return f"ptr {_q(self.plan.scratch)}"
+        if isinstance(a, Const):
+            if a.name not in self.consts:
+                self.consts[a.name] = a
+                for r in a.refs:
+                    self.operand(r)
+                scratch = _q(self.plan.scratch) if self.plan.scratch else "null"
+                self.globals.append(f"{_q(a.name)} = private unnamed_addr constant {a.type} "
+                                    f"{a.init.replace('{scratch}', scratch)}, align 4")
+            elif self.consts[a.name] != a:
+                raise ValueError(f"two different constants named {a.name}")
+            return f"ptr {_q(a.name)}"
+        if a is None:
+            return "ptr null"
         return f"i32 {a}"
 
     def emit_libcall(self, c: LibCall) -> None:
         params = ", ".join(self.operand(a) for a in c.args)
         types = ", ".join("i32" if isinstance(a, int) else "ptr" for a in c.args)
-        self.declared[c.function] = f"declare void {_q(c.function)}({types})"
-        self.body.append(f"  call void {_q(c.function)}({params})")
+        self.declared[c.function] = f"declare {c.ret} {_q(c.function)}({types})"
+        if c.ret == "void":
+            self.body.append(f"  call void {_q(c.function)}({params})")
+        else:
+            self.value(f"call {c.ret} {_q(c.function)}({params})")
 
     def emit_copy(self, c: Copy) -> None:
         self.declared["llvm.memcpy.p0.p0.i32"] = "declare void @llvm.memcpy.p0.p0.i32(ptr, ptr, i32, i1)"

@@ -52,7 +52,20 @@ class Scratch:
 
 
 @dataclass(frozen=True)
+class Const:
+    """A constant global a call points at (a CMSIS-NN struct, per-channel array, ...). `init`
+    may name the shared scratch buffer as {scratch}; equal names must mean equal contents."""
+    name: str
+    type: str  # LLVM type
+    init: str  # LLVM initializer
+    refs: tuple = ()  # the Consts `init` points at (emitted with it)
+
+
+@dataclass(frozen=True)
 class LibCall:
-    """A call of a libjit kernel for an op XLA leaves to its runtime (dot, convolution, ...)."""
+    """A call of a libjit kernel for an op XLA leaves to its runtime (dot, convolution, ...),
+    or of a CMSIS-NN function for an int8 block."""
     function: str
-    args: tuple  # Slice (buffer address), Scratch, or int (constant scalar, i32)
+    args: tuple  # Slice (buffer address), Scratch, Const (its address), None (null), or int (i32)
+    ret: str = "void"  # LLVM return type (CMSIS-NN returns its i32 status, ignored)
+    scratch: int = 0  # bytes of the shared scratch buffer a Const context hands the function

@@ -87,6 +87,37 @@ arm_cmsis_nn_status arm_fully_connected_s8(const cmsis_nn_context *ctx,
                                            const cmsis_nn_dims *output_dims,
                                            int8_t *output_data);
 
+/*
+ * s8 depthwise convolution, TFLite semantics.
+ *
+ *   ctx             unused by this implementation (may be NULL)
+ *   dw_conv_params  input_offset ([-127, 128]), output_offset ([-128, 127]), ch_mult, stride,
+ *                   padding (top/left), dilation, activation clamp
+ *   quant_params    per output channel multiplier and shift
+ *   input_dims      [N, H, W, C_IN], input_data NHWC int8
+ *   filter_dims     [1, HK, WK, C_OUT], filter_data int8, C_OUT = C_IN * ch_mult
+ *   bias_data       int32 [C_OUT], may be NULL
+ *   output_dims     [N, H_OUT, W_OUT, C_OUT], output_data NHWC int8
+ *
+ *   out[n][y][x][o] = clamp(requantize(bias[o] + sum (in[n][iy][ix][o / ch_mult] + input_offset)
+ *                                        * filter[0][ky][kx][o], mult[o], shift[o])
+ *                           + output_offset, act.min, act.max)
+ *   over the taps inside the input (iy, ix as for arm_convolve_s8).
+ *
+ * Returns ARM_CMSIS_NN_ARG_ERROR when C_OUT != C_IN * ch_mult, else ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_depthwise_conv_s8(const cmsis_nn_context *ctx,
+                                          const cmsis_nn_dw_conv_params *dw_conv_params,
+                                          const cmsis_nn_per_channel_quant_params *quant_params,
+                                          const cmsis_nn_dims *input_dims,
+                                          const int8_t *input_data,
+                                          const cmsis_nn_dims *filter_dims,
+                                          const int8_t *filter_data,
+                                          const cmsis_nn_dims *bias_dims,
+                                          const int32_t *bias_data,
+                                          const cmsis_nn_dims *output_dims,
+                                          int8_t *output_data);
+
 /* Scratch bytes arm_fully_connected_s8() needs: 0 (the MVE kernel sums are not used here). */
 int32_t arm_fully_connected_s8_get_buffer_size(const cmsis_nn_dims *filter_dims);
 

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from . import calls
 from .fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
                          one_over_one_plus_x_for_x_in_0_1, requantize)
 from .params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, Pair, PoolParams,
@@ -33,6 +34,14 @@ def _matmul_nt(a, b):
     for k in range(1, a.shape[1]):
         acc = acc + a32[:, k:k + 1] * b32[:, k][None, :]
     return acc
+
+
+def _operands(x, w, bias, n_out: int, p) -> tuple:
+    """A lowered block's custom-call operands: input, filter and the bias if there is one."""
+    if bias is None:
+        return x, w
+    _check(bias, (n_out,), jnp.int32, "bias", p)
+    return x, w, bias
 
 
 def conv_output_size(size: int, k: int, stride: int, pad: Pair) -> int:
@@ -85,6 +94,9 @@ def conv2d(x, w, bias, p: ConvParams):
     _check(w, p.filter_dims, jnp.int8, "filter", p)
     cout, kh, kw, cin = p.filter_dims
     n, oh, ow, _ = p.output_dims
+    lowered = calls.call(p, p.output_dims, *_operands(x, w, bias, cout, p))
+    if lowered is not None:
+        return lowered
     with jax.named_scope(p.scope):
         xp = _pad_with_zero_point(x, p.padding, p.input_offset)
         if (kh, kw, p.stride) == (1, 1, (1, 1)):
@@ -106,6 +118,9 @@ def depthwise_conv2d(x, w, bias, p: DepthwiseParams):
     _check(w, p.filter_dims, jnp.int8, "filter", p)
     _, kh, kw, cout = p.filter_dims
     _, oh, ow, _ = p.output_dims
+    lowered = calls.call(p, p.output_dims, *_operands(x, w, bias, cout, p))
+    if lowered is not None:
+        return lowered
     with jax.named_scope(p.scope):
         xp = _pad_with_zero_point(x, p.padding, p.input_offset)
         wi = w.astype(jnp.int32)
@@ -127,6 +142,9 @@ def fully_connected(x, w, bias, p: FullyConnectedParams):
     """arm_fully_connected_s8. x int8 [batch, in], w int8 [out, in], bias int32 [out] or None."""
     _check(x, (p.batch, p.in_features), jnp.int8, "input", p)
     _check(w, (p.out_features, p.in_features), jnp.int8, "filter", p)
+    lowered = calls.call(p, (p.batch, p.out_features), *_operands(x, w, bias, p.out_features, p))
+    if lowered is not None:
+        return lowered
     with jax.named_scope(p.scope):
         acc = _matmul_nt(x, w)
         acc = acc + jnp.int32(p.input_offset) * jnp.sum(w, axis=1, dtype=jnp.int32)

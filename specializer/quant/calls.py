@@ -1,0 +1,99 @@
+"""How capture sees the int8 blocks: each as ONE opaque op, so it can become one CMSIS-NN call.
+
+XLA's fusion passes merge a block's integer code with its neighbours' (a convolution's
+requantization lands in the next block's padding kernel), so a block's output is often never
+a buffer of its own and the block cannot be cut out of XLA's kernels afterwards. Inside
+`emit_calls()` (capture's worker traces the model a second time in it, for XLA's dump only;
+JAX's reference outputs come from the ordinary trace) a block CMSIS-NN can run is traced as a
+custom call instead: target "cmsis_nn.<op>", backend_config = the block's scope name
+(`cmsis_nn.<op>.<digest>`, also in the op_name metadata), operands = the block's own inputs,
+result = its int8 output. XLA keeps it as a custom-call thunk over exactly those buffers,
+which capture (specializer/cmsis_calls.py) turns into the CMSIS-NN call. The executable
+compiled this way is never run: the registered handler does nothing.
+
+A block CMSIS-NN cannot run exactly (`unsupported()` says why) stays plain JAX, so XLA's code
+computes it; capture logs the reason.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from contextlib import contextmanager
+
+import jax
+import jax.numpy as jnp
+
+from .params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
+                     SoftmaxParams)
+
+TARGET_PREFIX = "cmsis_nn."
+# XLA's legacy custom-call ABI (void fn(void *out, const void **in)): the only kind a handler
+# without XLA's FFI headers can register; the handler never runs
+_API_VERSION = 1
+_HANDLER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+_handler = _HANDLER_TYPE(lambda out, ins: None)
+_registered: set[str] = set()
+_active = False
+_kept: dict[str, str] = {}  # scope -> why the block stays XLA's code
+
+
+def active() -> bool:
+    return _active
+
+
+def kept() -> dict[str, str]:
+    """Blocks traced inside emit_calls() that stayed plain JAX: scope -> reason."""
+    return dict(sorted(_kept.items()))
+
+
+@contextmanager
+def emit_calls():
+    global _active
+    _active = True
+    try:
+        yield
+    finally:
+        _active = False
+
+
+def unsupported(p) -> str | None:
+    """Why CMSIS-NN's function for block p cannot compute it exactly (None: it can)."""
+    if isinstance(p, ConvParams):
+        if p.input_dims[3] != p.filter_dims[3]:
+            return "grouped convolution"
+        return None
+    if isinstance(p, DepthwiseParams):
+        return None
+    if isinstance(p, FullyConnectedParams):
+        if len(p.multipliers) != 1:
+            return ("per-channel requantization (arm_fully_connected_s8 takes one multiplier "
+                    "and shift per tensor)")
+        return None
+    if isinstance(p, (PoolParams, AddParams, SoftmaxParams)):
+        return f"{p.op} is not lowered onto CMSIS-NN yet"
+    return f"no CMSIS-NN lowering for {type(p).__name__}"
+
+
+def _target(op: str) -> str:
+    name = TARGET_PREFIX + op
+    if name not in _registered:
+        capsule = jax.ffi.pycapsule(ctypes.cast(_handler, ctypes.c_void_p).value)
+        jax.ffi.register_ffi_target(name, capsule, platform="cpu", api_version=0)
+        _registered.add(name)
+    return name
+
+
+def call(p, out_shape, *operands):
+    """The block as one custom call when emit_calls() is on and CMSIS-NN can run it; None
+    otherwise (the caller then computes it in JAX)."""
+    if not _active:
+        return None
+    why = unsupported(p)
+    if why is not None:
+        _kept[p.scope] = why
+        return None
+    scope = p.scope
+    with jax.named_scope(scope):
+        return jax.ffi.ffi_call(_target(p.op), jax.ShapeDtypeStruct(tuple(out_shape), jnp.int8),
+                                custom_call_api_version=_API_VERSION,
+                                legacy_backend_config=scope)(*operands)
