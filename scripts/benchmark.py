@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="where variants.md and variants.json are written (default reports/)")
     p.add_argument("--max-growth", type=lambda s: None if s == "none" else float(s),
                    default=variants.DEFAULT_MAX_GROWTH)
-    p.add_argument("--unroll-threshold", type=int)
+    p.add_argument("--unroll-threshold", type=lambda t: None if t == "llvm" else int(t),
+                   default=variants.DEFAULT_UNROLL_THRESHOLD, help="'llvm' for LLVM's default")
     p.add_argument("--rounds", type=int, default=variants.DEFAULT_ROUNDS)
     p.add_argument("--pre-unroll", action="store_true")
     a = p.parse_args(argv)

@@ -130,6 +130,16 @@ def _growth(text: str) -> float | None:
     return value
 
 
+def _threshold(text: str) -> int | None:
+    """An unroll threshold, or 'llvm' for LLVM's own default."""
+    if text.strip().lower() == "llvm":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: '{text}' (or 'llvm')") from None
+
+
 def _bytes(text: str) -> int | None:
     """A byte count: 4194304, 4096K, 4M (K and M are 1024-based); 'none' for no budget."""
     t = text.strip().lower()
@@ -147,7 +157,8 @@ def _bytes(text: str) -> int | None:
 
 
 def _specialize(argv: list[str]) -> int:
-    from .variants import DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, VARIANTS
+    from .variants import (DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, DEFAULT_UNROLL_THRESHOLD,
+                           VARIANTS)
 
     p = argparse.ArgumentParser(
         prog="specialize", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SPECIALIZE_EPILOG,
@@ -175,8 +186,10 @@ def _specialize(argv: list[str]) -> int:
                    help=f"code + data the specialized build may take, measured on the scratch build as its "
                         f"loops unroll; past it the clones adding most code are refused, each logged "
                         f"(default {DEFAULT_FLASH_BUDGET}: the board's 4 MiB less 64 KiB; K/M suffixes; 'none')")
-    p.add_argument("--unroll-threshold", type=int, metavar="N",
-                   help="LLVM loop-unroll threshold for the specializing variants (default: LLVM's, 150 at O2)")
+    p.add_argument("--unroll-threshold", type=_threshold, default=DEFAULT_UNROLL_THRESHOLD, metavar="N",
+                   help=f"LLVM loop-unroll threshold for the specializing variants (default "
+                        f"{DEFAULT_UNROLL_THRESHOLD}; 'llvm': LLVM's own, 150 at O2); separate, lto and "
+                        f"llvm-funcspec always use LLVM's")
     p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, metavar="N",
                    help=f"specialization rounds, constant propagation between them (default {DEFAULT_ROUNDS})")
     p.add_argument("--pre-unroll", action="store_true",
