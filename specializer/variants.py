@@ -44,7 +44,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 
-from . import codegen, ir, libjit, passes, relayout, zeroweights
+from . import bufalias, codegen, ir, libjit, passes, relayout, zeroweights
 from .errors import UserError
 from .inputs import Model
 from .retarget import FLASH_BYTES
@@ -245,9 +245,12 @@ class Optimized:
     spec: Specialized | None = None  # dims / all-args: the specialization rounds
     relaid: tuple = ()  # all-args: weights re-laid out (relayout.py)
     zero_weights: int = 0  # all-args: multiply-adds by a constant zero dropped (zeroweights.py)
+    aliases: tuple = ()  # all-args: buffer addresses given symbols of their own (bufalias.py)
 
     def log_text(self) -> str:
         head = "".join(f"; {r.log_line()}\n" for r in self.relaid)
+        if self.aliases:
+            head += f"; buffer addresses as symbols (bufalias.py): {', '.join('@' + a for a in self.aliases)}\n"
         if self.zero_weights:
             head += (f"; zero weights: {self.zero_weights} multiply-adds by a constant 0.0 dropped "
                      "(zeroweights.py)\n")
@@ -264,7 +267,8 @@ def optimized(model: Model, variant: str, options: Options = Options()) -> Optim
         return Optimized(mod, linked_text)
     threshold = options.unroll_threshold
     spec = specialize_rounds(linked_text, variant, options, model.shapes, f"{model.path.name} ({variant})")
-    mod = ir.parse(spec.text, "specialized.ll")
+    text, aliases = bufalias.rewrite(spec.text) if variant == "all-args" else (spec.text, [])
+    mod = ir.parse(text, "specialized.ll")
     passes.constprop(mod, threshold, options.pre_unroll)
     passes.optimize(mod, threshold)
     dropped = 0
@@ -273,7 +277,7 @@ def optimized(model: Model, variant: str, options: Options = Options()) -> Optim
         if dropped:
             mod = ir.parse(text, "optimized.ll")
             passes.cleanup(mod)
-    return Optimized(mod, linked_text, spec, tuple(relaid), dropped)
+    return Optimized(mod, linked_text, spec, tuple(relaid), dropped, tuple(aliases))
 
 
 def build(model: Model, variant: str, out_dir: Path, options: Options = Options()) -> Build:
