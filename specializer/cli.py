@@ -204,7 +204,8 @@ def _specialize(argv: list[str]) -> int:
     p.add_argument("--method", choices=["plugin", "icount"], default="plugin",
                    help="instruction counting: QEMU TCG plugin (default) or the -icount FPGAIO counter")
     p.add_argument("--timeout", type=float, default=120, help="seconds before a run counts as a hang")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (shown on a terminal)")
+    p.add_argument("--progress", action="store_true", help="progress lines on stderr even when it is not a terminal")
     a = p.parse_args(argv)
     if a.unroll_threshold is not None and a.unroll_threshold < 0:
         p.error("--unroll-threshold must be >= 0")
@@ -228,8 +229,9 @@ def _specialize(argv: list[str]) -> int:
     path = Path(a.model)
     out = Path(a.output) if a.output else path.with_name("variants" if path.name == "model.ll"
                                                          else model.name + ".variants")
-    progress = None if a.quiet else (lambda text: print(f"specialize: {model.name}: {text}", file=sys.stderr,
-                                                         flush=True))
+    # on a terminal (or with --progress): a line per step; never mixed into a piped error line
+    show = a.progress or (not a.quiet and sys.stderr.isatty())
+    progress = (lambda text: print(f"specialize: {model.name}: {text}", file=sys.stderr, flush=True)) if show else None
     c = compare(model, out, options, which, method=a.method, timeout=a.timeout, progress=progress)
     if a.json:
         print(report.json_text(c), end="")

@@ -33,9 +33,9 @@ def test_help_of_unknown_command_is_one_line():
 
 def test_progress_on_stderr_and_quiet(captured, tmp_path):
     c = captured("quadratic")
-    r = run_cli(c.model_ll, "--variants", "lto", "-o", tmp_path / "a")
+    r = run_cli(c.model_ll, "--variants", "lto", "-o", tmp_path / "a", "--progress")
     assert r.returncode == 0, r.stderr
     assert "[1/1] lto: building" in r.stderr and "[1/1] lto: running on QEMU" in r.stderr
-    q = run_cli(c.model_ll, "--variants", "lto", "-o", tmp_path / "b", "-q")
+    q = run_cli(c.model_ll, "--variants", "lto", "-o", tmp_path / "b")  # not a terminal: quiet
     assert q.returncode == 0 and q.stderr == ""
     assert q.stdout == r.stdout.replace(str(tmp_path / "a"), str(tmp_path / "b"))
