@@ -213,8 +213,9 @@ def header(m: Manifest, b: Bundle) -> str:
     stack = f"{row.stack}" if row else "not measured (bundled with --no-run)"
     ram = f"{fp.static_ram + row.stack} bytes" if row else f"{fp.static_ram} bytes + the stack"
     undefined = ", ".join(b.undefined) or "none"
-    c = ["/* " + f"{name}.h: the JAX function '{name}' compiled for Cortex-M4F (thumbv7em, hard float, fpv4-sp-d16),",
-         f" * variant {b.variant}; by 'specialize bundle'. Object: {name}.o (the same in lib{name}.a).", " *"]
+    c = ["/* " + f"{name}.h: the JAX function '{name}', variant {b.variant}, by 'specialize bundle'.",
+         " * For Cortex-M4F (thumbv7em, hard float, fpv4-sp-d16). "
+         f"Object: {name}.o (the same in lib{name}.a).", " *"]
     c += _wrap(f"Call: fill the inputs, call {m.entry}(), read the outputs. The buffers are the object's "
                "globals (static memory plan, no allocation, not reentrant); enable the FPU (CPACR) and "
                "copy .data / zero .bss before the first call, as any C startup does.")
@@ -228,12 +229,12 @@ def header(m: Manifest, b: Bundle) -> str:
                "and has no enum at its interface: link with -Wl,--no-enum-size-warning.")
     c += [" *", " * Memory (this object linked alone with newlib, --gc-sections; bytes):",
           f" *   flash {fp.flash}: code {fp.code}, weights and constants {fp.const}, .data image {fp.data}, "
-          f"libc/libm {fp.lib_flash}",
-          f" *   RAM {ram}: .data {fp.data}, .bss {fp.bss} (arena {b.arena}, inputs and outputs {b.io_bytes}), "
-          f"libc/libm {fp.lib_ram}, peak stack {stack}"]
+          f"libc/libm {fp.lib_flash}"]
+    c += _wrap(f"RAM {ram}: .data {fp.data}, .bss {fp.bss} (arena {b.arena}, inputs and outputs "
+               f"{b.io_bytes}), libc/libm {fp.lib_ram}, peak stack {stack}", " *   ")
     if row:
-        c += [f" *   checked on QEMU mps2-an386 against JAX's outputs: {row.status}; {row.insns} instructions, "
-              f"{row.cycles} est. cycles (TRM-weighted) per call"]
+        c += _wrap(f"checked on QEMU mps2-an386 against JAX's outputs: {row.status}; {row.insns} "
+                   f"instructions, {row.cycles} est. cycles (TRM-weighted) per call", " *   ")
     c += [" */", f"#ifndef {p}_BUNDLE_H", f"#define {p}_BUNDLE_H", "", "#include <stdint.h>", "",
           "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
           f"#define {p}_FLASH_BYTES {fp.flash}u /* code + constants + .data image + libc/libm it uses */",
