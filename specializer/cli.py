@@ -19,6 +19,8 @@ specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.l
 specialize examples [NAME ...]             capture and run the bundled example models
 specialize diff BASE.json NEW.json         compare two reports (flash, RAM, instructions, est. cycles);
                                            --fail-on cycles:+2%,flash:+1% exits 1 on a regression
+specialize bundle FILE.ll -o DIR          one variant (default all-args) as an object, static library,
+                                           C header and example main.c for a firmware
 specialize --version                       print the version
 
 FILE.ll: a captured model.ll (model.json next to it), or an XLA CPU kernel dump *.ir-no-opt.ll
@@ -83,6 +85,61 @@ def _run(argv: list[str]) -> int:
         row, _ = run_model(model, Path(a.keep or tmp), method=a.method, timeout=a.timeout)
     print(json.dumps(row.as_dict(), indent=1, sort_keys=True) if a.json else _table([row]))
     return 0 if row.status == "pass" else 1
+
+BUNDLE_EPILOG = """\
+DIR receives:
+  <fn>.o, lib<fn>.a  the variant's code, the kernel code it uses, weights and buffers; exports only
+                     the entry and the I/O buffers; libc/libm symbols stay undefined (newlib)
+  <fn>.h             entry prototype, I/O buffers with C types, shapes, dtypes; flash, RAM, stack
+                     and arena bytes; the undefined symbols; section names for placing weights
+  main.c             fills the inputs with the captured example, calls the entry, prints the outputs
+  qemu/              startup.S and link.ld to try it on QEMU's mps2-an386 with newlib's semihosting
+
+try it:
+  arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -O2 --specs=rdimon.specs \\
+    -nostartfiles -Wl,--gc-sections -Wl,--no-enum-size-warning -T DIR/qemu/link.ld -IDIR \\
+    DIR/qemu/startup.S DIR/main.c DIR/lib<fn>.a -lm -o model.elf
+  qemu-system-arm -M mps2-an386 -nographic -semihosting-config enable=on,target=native -kernel model.elf
+"""
+
+
+def _bundle(argv: list[str]) -> int:
+    from .variants import DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, VARIANTS, Options
+
+    p = argparse.ArgumentParser(prog="specialize bundle", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=BUNDLE_EPILOG,
+                                description="Build one variant of a captured model and write it as a bundle a "
+                                            "firmware links: object, static library, C header, example main.c.")
+    p.add_argument("model", metavar="model.ll", help="a captured model.ll (model.json next to it)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="the bundle's directory")
+    p.add_argument("--variant", default="all-args", choices=VARIANTS, help="which build (default all-args)")
+    p.add_argument("--max-growth", type=_growth, default=DEFAULT_MAX_GROWTH, metavar="X",
+                   help=f"specializing variants: clone budget per callee (default {DEFAULT_MAX_GROWTH:g})")
+    p.add_argument("--flash-budget", type=_bytes, default=DEFAULT_FLASH_BUDGET, metavar="BYTES",
+                   help=f"specializing variants: code + data budget (default {DEFAULT_FLASH_BUDGET})")
+    p.add_argument("--no-run", action="store_true",
+                   help="do not run the bundle on QEMU (no stack measurement, no check against JAX)")
+    p.add_argument("--timeout", type=float, default=120, help="seconds before the QEMU run counts as a hang")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    a = p.parse_args(argv)
+    from . import inputs
+    from .bundle import bundle
+
+    path = Path(a.model)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    model = inputs.load(path)
+    progress = None if a.quiet else (lambda text: print(f"specialize: {model.name}: {text}", file=sys.stderr,
+                                                         flush=True))
+    b = bundle(model, Path(a.output), a.variant, Options(max_growth=a.max_growth, flash_budget=a.flash_budget),
+               run=not a.no_run, timeout=a.timeout, progress=progress)
+    fp = b.footprint
+    ram = f"RAM {fp.static_ram + b.row.stack} B (stack {b.row.stack} B)" if b.row else \
+        f"static RAM {fp.static_ram} B (stack not measured)"
+    print(f"wrote {b.object}, {b.library}, {b.header}, {b.main}, {b.dir / 'qemu'}/")
+    print(f"{model.name} ({b.variant}): flash {fp.flash} B, {ram}, arena {b.arena} B; "
+          f"undefined: {', '.join(b.undefined) or 'none'}")
+    return 0
 
 
 SPECIALIZE_EPILOG = """\
@@ -350,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_version(), end="")
         return 0
     if argv and argv[0] == "help":  # `specialize help [COMMAND]`, as git and LLVM tools have it
-        commands = {"run": _run, "capture": _capture, "examples": _examples, "diff": _diff}
+        commands = {"run": _run, "capture": _capture, "examples": _examples, "diff": _diff, "bundle": _bundle}
         if len(argv) == 1:
             print(USAGE, end="")
             return 0
@@ -370,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
             return _examples(argv[1:])
         if argv and argv[0] == "run":
             return _run(argv[1:])
+        if argv and argv[0] == "bundle":
+            return _bundle(argv[1:])
         return _specialize(argv)
     except UserError as e:
         print(f"specialize: error: {e}", file=sys.stderr)

@@ -14,6 +14,9 @@ PACKAGES = {
     "llvm-link-19": "llvm-19",
     "arm-none-eabi-gcc": "gcc-arm-none-eabi",
     "arm-none-eabi-objdump": "binutils-arm-none-eabi",
+    "arm-none-eabi-ld": "binutils-arm-none-eabi",
+    "arm-none-eabi-objcopy": "binutils-arm-none-eabi",
+    "arm-none-eabi-ar": "binutils-arm-none-eabi",
     "qemu-system-arm": "qemu-system-arm",
     "cc": "gcc",
 }

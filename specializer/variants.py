@@ -280,8 +280,11 @@ def optimized(model: Model, variant: str, options: Options = Options()) -> Optim
     return Optimized(mod, linked_text, spec, tuple(relaid), dropped, tuple(aliases))
 
 
-def build(model: Model, variant: str, out_dir: Path, options: Options = Options()) -> Build:
-    """Build one variant of `model` into `out_dir`: artifacts and object(s)."""
+def build(model: Model, variant: str, out_dir: Path, options: Options = Options(),
+          data_sections: bool = False) -> Build:
+    """Build one variant of `model` into `out_dir`: artifacts and object(s). `data_sections`: the
+    model object gets a section per global too (.rodata.<weight>, .bss.<buffer>), as a bundle
+    wants them for placing weights and buffers."""
     if variant not in VARIANTS:
         raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -291,14 +294,14 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
         _write(out_dir / "optimized.ll", str(mod))
         lib = _library()
         passes.optimize(lib)
-        objs = (_emit(mod, out_dir / "model.o"), _emit(lib, out_dir / "libjit.o", data_sections=True))
+        objs = (_emit(mod, out_dir / "model.o", data_sections), _emit(lib, out_dir / "libjit.o", data_sections=True))
         return Build(variant, out_dir, objs)
 
     o = optimized(model, variant, options)
     _write(out_dir / "linked.ll", o.linked)
     if o.spec is None:
         _write(out_dir / "optimized.ll", str(o.module))
-        return Build(variant, out_dir, (_emit(o.module, out_dir / "model.o"),))
+        return Build(variant, out_dir, (_emit(o.module, out_dir / "model.o", data_sections),))
     _write(out_dir / "specialized.ll", o.spec.text)
     _write(out_dir / "specialization.log", o.log_text())
     _write(out_dir / "specialization.json", o.spec.log_json())
@@ -306,4 +309,4 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
         _write(out_dir / "relayout.json", json.dumps([asdict(r) for r in o.relaid], indent=1, sort_keys=True) + "\n")
     mod, spec = o.module, o.spec
     _write(out_dir / "optimized.ll", str(mod))
-    return Build(variant, out_dir, (_emit(mod, out_dir / "model.o"),), spec)
+    return Build(variant, out_dir, (_emit(mod, out_dir / "model.o", data_sections),), spec)
