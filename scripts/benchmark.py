@@ -41,8 +41,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="where variants.md and variants.json are written (default reports/)")
     p.add_argument("--max-growth", type=lambda s: None if s == "none" else float(s),
                    default=variants.DEFAULT_MAX_GROWTH)
-    p.add_argument("--unroll-threshold", type=lambda t: None if t == "llvm" else int(t),
-                   default=variants.DEFAULT_UNROLL_THRESHOLD, help="'llvm' for LLVM's default")
+    p.add_argument("--unroll-threshold", type=lambda t: t if t in ("llvm", "auto") else int(t), default="auto",
+                   help="N, 'llvm' (LLVM's default) or 'auto' (measure each of variants.DEFAULT_UNROLL_CANDIDATES "
+                        "and keep the fastest; the default)")
     p.add_argument("--rounds", type=int, default=variants.DEFAULT_ROUNDS)
     p.add_argument("--pre-unroll", action="store_true")
     a = p.parse_args(argv)
@@ -50,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in EXAMPLES]
     if unknown:
         p.error(f"no example named '{unknown[0]}' (have: {', '.join(EXAMPLES)})")
-    options = variants.Options(max_growth=a.max_growth, unroll_threshold=a.unroll_threshold,
+    threshold = None if a.unroll_threshold in ("llvm", "auto") else a.unroll_threshold
+    candidates = variants.DEFAULT_UNROLL_CANDIDATES if a.unroll_threshold == "auto" else ()
+    options = variants.Options(max_growth=a.max_growth, unroll_threshold=threshold, unroll_candidates=candidates,
                                rounds=a.rounds, pre_unroll=a.pre_unroll)
     out = Path(a.output)
 
@@ -130,7 +133,8 @@ def _profiles(out: Path, comparisons: list[report.Comparison]) -> dict:
 
 
 def _options(o: variants.Options) -> dict:
-    return {"max_growth": o.max_growth, "unroll_threshold": o.unroll_threshold, "rounds": o.rounds,
+    return {"max_growth": o.max_growth, "unroll_threshold": o.unroll_threshold,
+            "unroll_candidates": list(o.unroll_candidates), "rounds": o.rounds,
             "pre_unroll": o.pre_unroll, "flash_budget": o.flash_budget}
 
 

@@ -187,10 +187,12 @@ def _growth(text: str) -> float | None:
     return value
 
 
-def _threshold(text: str) -> int | None:
-    """An unroll threshold, or 'llvm' for LLVM's own default."""
+def _threshold(text: str) -> int | str | None:
+    """An unroll threshold, 'llvm' for LLVM's own default, or 'auto'."""
     if text.strip().lower() == "llvm":
         return None
+    if text.strip().lower() == "auto":
+        return "auto"
     try:
         return int(text)
     except ValueError:
@@ -214,7 +216,7 @@ def _bytes(text: str) -> int | None:
 
 
 def _specialize(argv: list[str]) -> int:
-    from .variants import (DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, DEFAULT_UNROLL_THRESHOLD,
+    from .variants import (DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, DEFAULT_UNROLL_CANDIDATES,
                            VARIANTS)
 
     p = argparse.ArgumentParser(
@@ -243,10 +245,11 @@ def _specialize(argv: list[str]) -> int:
                    help=f"code + data the specialized build may take, measured on the scratch build as its "
                         f"loops unroll; past it the clones adding most code are refused, each logged "
                         f"(default {DEFAULT_FLASH_BUDGET}: the board's 4 MiB less 64 KiB; K/M suffixes; 'none')")
-    p.add_argument("--unroll-threshold", type=_threshold, default=DEFAULT_UNROLL_THRESHOLD, metavar="N",
-                   help=f"LLVM loop-unroll threshold for the specializing variants (default "
-                        f"{DEFAULT_UNROLL_THRESHOLD}; 'llvm': LLVM's own, 150 at O2); separate, lto and "
-                        f"llvm-funcspec always use LLVM's")
+    auto = ", ".join(str(t) if t else "LLVM's" for t in DEFAULT_UNROLL_CANDIDATES)
+    p.add_argument("--unroll-threshold", type=_threshold, default="auto", metavar="N",
+                   help=f"LLVM loop-unroll threshold for the specializing variants: N, 'llvm' (LLVM's own, 150 "
+                        f"at O2), or 'auto' (default): build and measure each of {auto} and keep the fastest "
+                        f"(with -S/--emit: LLVM's); separate, lto and llvm-funcspec always use LLVM's")
     p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, metavar="N",
                    help=f"specialization rounds, constant propagation between them (default {DEFAULT_ROUNDS})")
     p.add_argument("--pre-unroll", action="store_true",
@@ -264,15 +267,18 @@ def _specialize(argv: list[str]) -> int:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (shown on a terminal)")
     p.add_argument("--progress", action="store_true", help="progress lines on stderr even when it is not a terminal")
     a = p.parse_args(argv)
-    if a.unroll_threshold is not None and a.unroll_threshold < 0:
+    if isinstance(a.unroll_threshold, int) and a.unroll_threshold < 0:
         p.error("--unroll-threshold must be >= 0")
+    candidates = DEFAULT_UNROLL_CANDIDATES if a.unroll_threshold == "auto" else ()
+    if a.unroll_threshold == "auto":
+        a.unroll_threshold = None
     if a.rounds < 1:
         p.error("--rounds must be >= 1")
     from . import inputs, report, variants
     from .compare import compare
 
     options = variants.Options(max_growth=a.max_growth, unroll_threshold=a.unroll_threshold, rounds=a.rounds,
-                               pre_unroll=a.pre_unroll, flash_budget=a.flash_budget)
+                               pre_unroll=a.pre_unroll, flash_budget=a.flash_budget, unroll_candidates=candidates)
     model = inputs.load(Path(a.model))
     if a.emit:
         return _emit(model, a, options)

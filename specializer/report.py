@@ -40,6 +40,7 @@ class VariantRow:
     lib_flash: int = 0  # libc/libm/libgcc code, constants and data image the model reaches
     lib_ram: int = 0  # ... and their .data + .bss
     stack: int | None = None  # peak stack of the measured call; None when not run
+    unroll_threshold: int | None = None  # specializing variants: the unroll threshold built with (None: LLVM's)
 
     def error_check(self) -> dict:
         """What reports keep of the errors: within the tolerance or not, and the tolerance. The digits
@@ -194,6 +195,10 @@ def table(c: Comparison, title: bool = True) -> str:
     clones = _by_variant(c, lambda r: None if r.clones is None else f"{r.clones} ({r.refused} refused)")
     if clones:
         notes.append(f"clones: {clones}")
+    unroll = _by_variant(c, lambda r: None if r.clones is None else (str(r.unroll_threshold) if r.unroll_threshold
+                                                                        else "LLVM's"))
+    if unroll:
+        notes.append(f"unroll threshold: {unroll}")
     if c.macs and any(c.per_mac(r) for r in c.rows):
         notes.append(f"{c.macs:,} MACs in dot/conv kernels; est. cycles/MAC: "
                      + ", ".join(f"{r.variant} {c.per_mac(r):.2f}" for r in c.rows if c.per_mac(r)))

@@ -53,18 +53,25 @@ from .specialize import CodeSizes, Specialized, merge, quote, specialize
 VARIANTS = ("separate", "lto", "llvm-funcspec", "dims", "all-args")
 DEFAULT_MAX_GROWTH = 2.0
 DEFAULT_ROUNDS = 8
-# LLVM's unroll threshold in the specializing variants: once specialization has made trip counts
-# constant, unrolling them is what pays (measured, f32 conv nets, dims and all-args alike: kws
-# 4.37 -> 4.05 est. cycles/MAC, mobilenet_vww 4.20 -> 4.05, resnet8 3.63 -> 3.56); the growth
-# factor and the flash budget bound the code it adds.
-DEFAULT_UNROLL_THRESHOLD = 1000
+# The unroll thresholds a comparison tries in the specializing variants, keeping the one that
+# measures fewer est. cycles (None: LLVM's own, 150 at O2). Once specialization has made trip
+# counts constant, unrolling them pays on f32 kernels (kws_dscnn dims 11.61M -> 10.77M est.
+# cycles at 1000, mobilenet_vww 4.20 -> 4.05 cycles/MAC) but costs on CMSIS-NN's int8 code
+# (kws_int8 dims 8.55M -> 11.48M at 500 and up: register spills in the unrolled SMLAD loops);
+# no threshold between does both (300: 11.55M / 9.03M). The growth factor and the flash
+# budget bound what each candidate adds.
+DEFAULT_UNROLL_CANDIDATES = (None, 1000)
 DEFAULT_FLASH_BUDGET = FLASH_BYTES - 64 * 1024  # the target's flash less room for harness, libc and libm
 
 
 @dataclass(frozen=True)
 class Options:
     max_growth: float | None = DEFAULT_MAX_GROWTH  # None: no size budget
-    unroll_threshold: int | None = DEFAULT_UNROLL_THRESHOLD  # None: LLVM's default (150 at O2)
+    unroll_threshold: int | None = None  # None: LLVM's default (150 at O2)
+    # a comparison builds and measures the specializing variants at each of these thresholds
+    # and keeps the fastest (compare.py); empty: `unroll_threshold` only. Builds that are not
+    # measured (-S, bundle) use `unroll_threshold`.
+    unroll_candidates: tuple = DEFAULT_UNROLL_CANDIDATES
     rounds: int = DEFAULT_ROUNDS  # specialization rounds, constprop between them; stops early at no new clone
     pre_unroll: bool = False  # unroll loops in the constprop step too, not only in O2 (passes.constprop)
     flash_budget: int | None = DEFAULT_FLASH_BUDGET  # code + data bytes the specialized build may take
