@@ -26,7 +26,7 @@ from .manifest import Manifest, Tensor, flat, np_dtype
 from .normalize import normalize
 from .retarget import DATALAYOUT, TRIPLE, retarget
 from .thunks import Conditional, Copy, Kernel, LibCall, Scratch, Slice, While
-from .xla_dump import Dump, entry_computation, locate, read_dump
+from .xla_dump import Dump, entry_computation, read_dump
 
 # No YNNPACK fusions: XLA then leaves convolutions and big dots as plain runtime thunks, which
 # capture lowers onto libjit kernels (a YNN fusion hides the ops inside an opaque subgraph).
@@ -232,23 +232,23 @@ def _walk(thunks):
             yield from _walk(seq)
 
 
-def _resolve_output(dump: Dump, comp, name: str, index: tuple[int, ...]) -> tuple[int, int, int]:
+def _resolve_output(dump: Dump, exe: xe.Executable, comp, name: str, index: tuple[int, ...]) -> tuple[int, int, int]:
     """(allocation, offset, size) of `name{index}`, looking through tuples and calls."""
     try:
-        alloc, v = locate(dump.allocations, name, index)
+        alloc, v = exe.locate(name, index)
         return alloc, v.offset, v.size
     except KeyError:
         pass
     ins = comp.get(name)
     if ins.opcode == "tuple":
-        return _resolve_output(dump, comp, ins.operands[index[0]], index[1:])
+        return _resolve_output(dump, exe, comp, ins.operands[index[0]], index[1:])
     if ins.opcode == "get-tuple-element":
-        return _resolve_output(dump, comp, ins.operands[0], (int(ins.attr("index")),) + index)
+        return _resolve_output(dump, exe, comp, ins.operands[0], (int(ins.attr("index")),) + index)
     if ins.opcode == "bitcast":
-        return _resolve_output(dump, comp, ins.operands[0], index)
+        return _resolve_output(dump, exe, comp, ins.operands[0], index)
     if ins.opcode == "call":
         callee = dump.hlo[ins.attr("to_apply")]
-        return _resolve_output(dump, callee, callee.root.name, index)
+        return _resolve_output(dump, exe, callee, callee.root.name, index)
     raise UserError(f"capture: cannot find the buffer of output {name}{{{index}}}")
 
 
@@ -332,7 +332,11 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
     if (workdir / "executable.error").exists():
         raise UserError("capture: XLA could not serialize the executable: "
                         + (workdir / "executable.error").read_text().strip())
-    exe = xe.decode_executable((workdir / "executable.bin").read_bytes())
+    try:
+        exe = xe.decode_executable((workdir / "executable.bin").read_bytes())
+    except xe.DecodeError as e:
+        raise UserError(f"capture: cannot decode XLA's serialized executable: {e} (the schema is jaxlib "
+                        f"0.10.2's; this is jaxlib {meta['versions'].get('jaxlib', '?')})") from None
     lowering = _Lowering(dump, exe.thunks, xla_dots, blocks)
     thunks = lowering.sequence(exe.thunks)
     log = lowering.log + log
@@ -344,16 +348,15 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
     n_out = meta["n_outputs"]
     root_is_tuple = comp.root.shape.startswith("(")
     leaves = [(i,) if root_is_tuple else () for i in range(n_out)]
-    out_slices = [_resolve_output(dump, comp, comp.root.name, idx) for idx in leaves]
+    out_slices = [_resolve_output(dump, exe, comp, comp.root.name, idx) for idx in leaves]
     output_allocs: dict[int, int] = {}
     for k, (alloc, _, _) in enumerate(out_slices):
         output_allocs.setdefault(alloc, k)
     constants = {i: np.frombuffer(b, dtype=np.uint8) for i, b in exe.constants.items()}
-    missing = [a for a in dump.allocations.values() if a.kind == "constant" and a.index not in constants]
-    if missing:
-        raise UserError(f"capture: no value for XLA constant allocation {missing[0].index}")
+    if exe.missing_constants:
+        raise UserError(f"capture: no value for XLA constant allocation {exe.missing_constants[0]}")
     values = {i: io[f"arg{i}"] for i in range(len(params))}
-    plan = memplan.plan(prefix, dump.allocations, params, values, constants, output_allocs,
+    plan = memplan.plan(prefix, exe.allocations, params, values, constants, output_allocs,
                         scratch=_scratch_bytes(thunks))
     entry_name = f"{prefix}_run"
     entry_ir = entry.generate(entry_name, thunks, plan)
@@ -385,9 +388,9 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
         return Tensor(name, tuple(int(d) for d in arr.shape), str(arr.dtype), sym, off,
                       flat(arr) if data else ())
 
-    inputs = tuple(tensor(p["name"], values[i], plan.places[_param_alloc(dump, i)][0])
+    inputs = tuple(tensor(p["name"], values[i], plan.places[_param_alloc(exe, i)][0])
                    for i, p in enumerate(params) if not p["weight"])
-    weights = tuple(tensor(p["name"], values[i], plan.places[_param_alloc(dump, i)][0], data=False)
+    weights = tuple(tensor(p["name"], values[i], plan.places[_param_alloc(exe, i)][0], data=False)
                     for i, p in enumerate(params) if p["weight"])
     outputs = []
     for k, (alloc, off, _) in enumerate(out_slices):
@@ -431,8 +434,8 @@ def _called(ins) -> str | None:
     return ins.attr("calls") if ins is not None and ins.opcode == "fusion" else None
 
 
-def _param_alloc(dump: Dump, number: int) -> int:
-    for a in dump.allocations.values():
+def _param_alloc(exe: xe.Executable, number: int) -> int:
+    for a in exe.allocations:
         if a.kind == "parameter" and a.parameter == number:
             return a.index
     raise UserError(f"capture: parameter {number} has no buffer (unused parameters are kept)")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .xla_dump import Allocation
+from .xla_executable import Allocation
 
 ALIGN = 64  # XLA's kernels assume 64-byte aligned buffers
 
@@ -48,13 +48,13 @@ def typed_initializer(values: np.ndarray) -> tuple[str, str]:
     return f"[{len(raw)} x i8]", _bytes_init(raw)
 
 
-def plan(prefix: str, allocs: dict[int, Allocation], params: list[dict],
+def plan(prefix: str, allocs: tuple[Allocation, ...], params: list[dict],
          param_values: dict[int, np.ndarray], constants: dict[int, np.ndarray],
          output_allocs: dict[int, int], scratch: int = 0) -> MemoryPlan:
     """`params[i]` = {"name", "weight"}; `output_allocs`: allocation -> first output index."""
     places, lines, arena = {}, [], 0
-    for idx in sorted(allocs):
-        a = allocs[idx]
+    for a in sorted(allocs, key=lambda a: a.index):
+        idx = a.index
         if a.kind == "parameter":
             p = params[a.parameter]
             if p["weight"]:

@@ -1,13 +1,13 @@
-"""Read XLA's text dumps: the scheduled HLO module and its buffer assignment.
+"""Read XLA's text dump of the scheduled HLO module.
 
 Only what capture needs: per computation, its instructions in schedule order (name, shape,
-opcode, operands, attributes); per allocation, its size, kind and the values placed in it.
+opcode, operands, attributes). Buffers come from the serialized executable (xla_executable).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
@@ -72,60 +72,10 @@ def entry_computation(comps: dict[str, Computation]) -> Computation:
 
 
 @dataclass(frozen=True)
-class Value:
-    instruction: str
-    index: tuple[int, ...]  # shape index inside a tuple-shaped instruction; () for arrays
-    offset: int
-    size: int
-
-
-@dataclass(frozen=True)
-class Allocation:
-    index: int
-    size: int
-    kind: str  # parameter | constant | output | temp | thread-local
-    parameter: int | None = None
-    maybe_live_out: bool = False
-    values: tuple[Value, ...] = field(default_factory=tuple)
-
-
-_ALLOC = re.compile(r"^allocation (\d+): size (\d+), (.*):$")
-_VALUE = re.compile(r"^ value: <\d+ ([\w.\-]+)(?:\{([\d,]*)\})?(?: \(phi\))? @\d+> \(size=(\d+),offset=(\d+)\)")
-
-
-def parse_buffer_assignment(text: str) -> dict[int, Allocation]:
-    allocs: dict[int, Allocation] = {}
-    cur = None
-    for line in text.splitlines():
-        m = _ALLOC.match(line)
-        if m:
-            desc = m.group(3)
-            param = re.search(r"\bparameter (\d+)", desc)
-            kind = ("parameter" if param else "constant" if "constant" in desc
-                    else "thread-local" if "thread-local" in desc
-                    else "temp" if "preallocated-temp" in desc else "output")
-            cur = Allocation(int(m.group(1)), int(m.group(2)), kind,
-                             int(param.group(1)) if param else None, "maybe-live-out" in desc)
-            allocs[cur.index] = cur
-            continue
-        m = _VALUE.match(line)
-        if m and cur is not None:
-            idx = tuple(int(x) for x in m.group(2).split(",") if x) if m.group(2) else ()
-            v = Value(m.group(1), idx, int(m.group(4)), int(m.group(3)))
-            cur = Allocation(cur.index, cur.size, cur.kind, cur.parameter, cur.maybe_live_out,
-                             cur.values + (v,))
-            allocs[cur.index] = cur
-        elif line.startswith("Total bytes") or line.startswith("Used values"):
-            break
-    return allocs
-
-
-@dataclass(frozen=True)
 class Dump:
     directory: Path
     prefix: str  # e.g. module_0000.jit_quad
     hlo: dict[str, Computation]
-    allocations: dict[int, Allocation]
 
     def kernel_ir(self) -> dict[str, Path]:
         """kernel-module IR files (ir-no-opt) of this module by file name."""
@@ -139,15 +89,5 @@ def read_dump(directory: Path) -> Dump:
         raise UserError(f"{directory}: XLA wrote no optimized HLO (did the function compile?)")
     hlo_path = hlos[-1]
     prefix = hlo_path.name[: -len(".cpu_after_optimizations.txt")]
-    ba = directory / f"{prefix}.cpu_after_optimizations-buffer-assignment.txt"
-    return Dump(directory, prefix, parse_hlo(hlo_path.read_text()),
-                parse_buffer_assignment(ba.read_text()))
+    return Dump(directory, prefix, parse_hlo(hlo_path.read_text()))
 
-
-def locate(allocs: dict[int, Allocation], instruction: str, index: tuple[int, ...] = ()) -> tuple[int, Value]:
-    """(allocation, value) holding `instruction{index}`."""
-    for a in allocs.values():
-        for v in a.values:
-            if v.instruction == instruction and v.index == index:
-                return a.index, v
-    raise KeyError(f"{instruction}{{{','.join(map(str, index))}}}")

@@ -1,0 +1,1 @@
+"""Our subset of XLA's protobuf schema (xla_subset.proto) and its generated module."""
