@@ -166,6 +166,19 @@ class KernelThunk(Thunk):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CustomCallThunk(Thunk):
+    """A custom call (the int8 blocks' `cmsis_nn.<op>` targets): its operand and result buffers."""
+    target_name: str
+    api_version: int
+    backend_config: str
+    arguments: tuple[ShapedSlice, ...]
+    results: tuple[ShapedSlice, ...]
+
+    def buffer_slices(self) -> tuple[Slice, ...]:
+        return tuple(s.slice for s in self.arguments + self.results)
+
+
+@dataclass(frozen=True, kw_only=True)
 class CopyThunk(Thunk):
     src: ShapedSlice
     dst: ShapedSlice
@@ -279,6 +292,12 @@ def _thunk(m: pb.ThunkProto) -> Thunk:
                           body_sequence=_sequence(w.body_sequence),
                           trip_count=w.trip_count.value if w.trip_count.contains_value else None,
                           cond_buffer=_slice(w.cond_buffer))
+    if impl == "custom_call_thunk":
+        c = m.custom_call_thunk
+        return CustomCallThunk(**common, api_version=c.api_version, target_name=c.target_name,
+                               backend_config=c.backend_config,
+                               arguments=tuple(map(_shaped, c.op_buffers.arguments)),
+                               results=tuple(map(_shaped, c.op_buffers.results)))
     if impl == "conditional_thunk":
         c = m.conditional_thunk
         return ConditionalThunk(**common, branches=tuple(map(_sequence, c.branch_sequences)),
