@@ -102,6 +102,10 @@ static void gemm_two(const int8_t *wg, int32_t m, int32_t depth, int32_t depth4,
         uint32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0; /* a<channel><pixel> */
         int32_t p = 0;
 #if defined(ARM_MATH_DSP)
+        /* 4 x 4 taps per trip: unrolled further (a specialized depth is a constant, so the
+           specializing variants' threshold would unroll it fully) the loads are hoisted and
+           the accumulators spill: kws_int8's 64x64 pointwise conv 1.21M -> 1.89M est. cycles */
+#pragma clang loop unroll_count(4)
         for (; p < depth4; p += 4) {
             const uint32_t w0 = (uint32_t)arm_nn_read_s8x4(f0 + p);
             const uint32_t w1 = (uint32_t)arm_nn_read_s8x4(f1 + p);
