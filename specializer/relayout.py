@@ -14,6 +14,12 @@ library (dims never knows weight values; Glow's default never looks at them). On
   nonzero (index load, indexed load, value load, loop), the dense vecmat 4.8 per multiply-add,
   so it pays below about 43% nonzeros.
 
+* **int8 conv with constant per-channel parameters** (cmsis_nn_shim only):
+  ``arm_convolve_s8(...)`` whose quant params (``{multiplier*, shift*}``) and bias are constant
+  globals calls ``shim_convolve_s8_const`` instead: the same code and results, its channel loop
+  fully unrolled, so each channel's multiplier, shift and bias become immediates in the clone.
+  A real CMSIS-NN checkout has no such function: the call is left alone there.
+
 Each decision, applied or not, is returned for the specialization log.
 """
 
@@ -25,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .specialize import _unquote, direct_calls, quote
+from .specialize import _split_args, _unquote, direct_calls, quote
 
 MAX_DENSITY = 0.4
 U16 = 65535
@@ -96,8 +102,74 @@ def _array(name: str, ty: str, items: list[str]) -> str:
     return f"{quote(name)} = internal unnamed_addr constant [{len(items)} x {ty}] {body}, align 4"
 
 
-def relayout(text: str) -> tuple[str, tuple[Relayout, ...]]:
+CONV_S8 = "arm_convolve_s8"
+CONV_S8_CONST = "shim_convolve_s8_const"
+_CONV_CALL = re.compile(r"call i32 @arm_convolve_s8\(")
+
+
+@dataclass(frozen=True)
+class ConstConv:
+    scope: str  # the block's quant params global
+    kernel: str  # the kernel the call now goes to ("" when left alone)
+    reason: str = ""
+
+    def log_line(self) -> str:
+        if self.kernel:
+            return (f"int8 conv {quote(self.scope)}: constant quant params and bias, calls "
+                    f"{quote(self.kernel)} (channel loop unrolled: per-channel constants become immediates)")
+        return f"int8 conv {quote(self.scope)}: left on {CONV_S8} ({self.reason})"
+
+
+def _constant_global(defs: dict, lines: list[str], arg: str) -> bool:
+    m = _GLOBAL.match(arg)
+    return bool(m) and _unquote(m.group(1)) in defs and " constant " in lines[defs[_unquote(m.group(1))]]
+
+
+def const_convs(text: str, shim: bool) -> tuple[str, tuple[ConstConv, ...]]:
+    """The int8 conv rule (module docstring): `shim` says whether libjit is built on the shim."""
+    lines = text.split("\n")
+    defs = _defs(lines)
+    notes = []
+    for i, line in enumerate(lines):
+        m = _CONV_CALL.search(line) if line.startswith("  ") else None
+        if not m:
+            continue
+        args, _ = _split_args(line, m.end() - 1)
+        if len(args) != 11:
+            continue
+        scope = _GLOBAL.match(args[2])
+        name = _unquote(scope.group(1)) if scope else args[2]
+        if not shim:
+            notes.append(ConstConv(name, "", "a real CMSIS-NN checkout has no " + CONV_S8_CONST))
+        elif not (_constant_global(defs, lines, args[2]) and _constant_global(defs, lines, args[8])):
+            notes.append(ConstConv(name, "", "quant params or bias not a constant global"))
+        else:
+            lines[i] = line.replace("@" + CONV_S8 + "(", "@" + CONV_S8_CONST + "(", 1)
+            notes.append(ConstConv(name, CONV_S8_CONST))
+    if not any(n.kernel for n in notes):
+        return text, tuple(notes)
+    decl = f"declare i32 @{CONV_S8_CONST}(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)"
+    return "\n".join(lines).rstrip("\n") + "\n\n" + decl + "\n", tuple(notes)
+
+
+def _defs(lines: list[str]) -> dict[str, int]:
+    defs = {}
+    for i, line in enumerate(lines):
+        if line.startswith("@"):
+            m = re.match(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+) = ', line)
+            if m:
+                defs[_unquote(m.group(1))] = i
+    return defs
+
+
+def relayout(text: str, shim: bool = True) -> tuple[str, tuple]:
     """Apply the rules to every call of the model module `text` (see the module docstring)."""
+    text, convs = const_convs(text, shim)
+    text, notes = _dense(text)
+    return text, notes + convs
+
+
+def _dense(text: str) -> tuple[str, tuple[Relayout, ...]]:
     lines = text.split("\n")
     defs = {}
     for i, line in enumerate(lines):

@@ -44,7 +44,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 
-from . import bufalias, codegen, ir, libjit, passes, relayout, zeroweights
+from . import bufalias, cmsis, codegen, ir, libjit, passes, relayout, zeroweights
 from .errors import UserError
 from .inputs import Model
 from .retarget import FLASH_BYTES
@@ -266,7 +266,7 @@ class Optimized:
 
 def optimized(model: Model, variant: str, options: Options = Options()) -> Optimized:
     """The optimized module of one of the linked variants (every variant but `separate`)."""
-    text, relaid = (relayout.relayout(model.text) if variant == "all-args" else (None, ()))
+    text, relaid = (relayout.relayout(model.text, cmsis.cmsis_nn().kind == "shim") if variant == "all-args" else (None, ()))
     mod = linked(model, text)
     linked_text = str(mod)
     if variant in ("lto", "llvm-funcspec"):

@@ -1,0 +1,63 @@
+"""relayout.const_convs: the all-args rule sending int8 convs with constant per-channel
+parameters to shim_convolve_s8_const (and only those, only on the shim)."""
+
+from specializer import relayout
+
+MODULE = """@q = constant { ptr, ptr } { ptr @m, ptr @s }
+@m = constant [2 x i32] [i32 1073741824, i32 1518500250]
+@s = constant [2 x i32] [i32 -3, i32 -4]
+@b = constant [2 x i32] [i32 5, i32 -7]
+@bvar = global [2 x i32] zeroinitializer
+
+define void @f(ptr %x, ptr %y) {
+  %a = call i32 @arm_convolve_s8(ptr @c, ptr @p, ptr @q, ptr @d, ptr %x, ptr @d, ptr @w, ptr @d, ptr @b, ptr @d, ptr %y)
+  %b = call i32 @arm_convolve_s8(ptr @c, ptr @p, ptr @q, ptr @d, ptr %x, ptr @d, ptr @w, ptr @d, ptr @bvar, ptr @d, ptr %y)
+  ret void
+}
+
+declare i32 @arm_convolve_s8(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)
+"""
+
+
+def test_constant_conv_calls_the_unrolled_kernel_and_is_logged():
+    text, notes = relayout.const_convs(MODULE, shim=True)
+    calls = [ln for ln in text.splitlines() if " call " in ln]
+    assert "@shim_convolve_s8_const(ptr @c, ptr @p, ptr @q," in calls[0]
+    assert "@arm_convolve_s8(" in calls[1]  # bias is a mutable global: left alone
+    assert "declare i32 @shim_convolve_s8_const(" in text
+    assert [n.kernel for n in notes] == ["shim_convolve_s8_const", ""]
+    assert "calls @shim_convolve_s8_const" in notes[0].log_line()
+    assert "not a constant global" in notes[1].log_line()
+
+
+def test_real_cmsis_nn_checkout_keeps_arm_convolve_s8():
+    text, notes = relayout.const_convs(MODULE, shim=False)
+    assert text == MODULE
+    assert all(not n.kernel for n in notes) and "checkout" in notes[0].log_line()
+
+
+def test_only_all_args_relays_out(monkeypatch):
+    # dims must never get the rule: optimized() calls relayout for all-args alone
+    seen = []
+    monkeypatch.setattr(relayout, "relayout", lambda text, shim=True: (seen.append(text), (text, ()))[1])
+    from specializer import variants
+
+    class Stop(Exception):
+        pass
+
+    def stop(*a, **k):
+        raise Stop
+
+    monkeypatch.setattr(variants, "linked", stop)
+    model = type("M", (), {"text": MODULE})()
+    for variant in ("dims", "lto", "llvm-funcspec"):
+        try:
+            variants.optimized(model, variant)
+        except Stop:
+            pass
+    assert seen == []
+    try:
+        variants.optimized(model, "all-args")
+    except Stop:
+        pass
+    assert seen == [MODULE]
