@@ -688,6 +688,8 @@ def fake_checkout(root: Path) -> Path:
         shutil.copy(SHIM / "include" / api.replace("arm_", "shim_"), root / "Include" / api)
     (root / "Include" / "Internal" / "arm_nn_compiler.h").write_text("/* layout only */\n")
     for src in sorted((SHIM / "src").glob("*.c")):
+        if src.name.startswith("shim_"):  # the shim's own helpers, no CMSIS-NN API: not in a checkout
+            continue
         group = root / "Source" / GROUPS.get(src.name, "NNSupportFunctions")
         group.mkdir(parents=True, exist_ok=True)
         shutil.copy(src, group / src.name)

@@ -19,6 +19,8 @@
    unrolled (see there) */
 #ifndef SHIM_CONVOLVE_S8
 #define SHIM_CONVOLVE_S8 arm_convolve_s8
+#endif
+#ifndef SHIM_CHANNEL_LOOP
 #define SHIM_CHANNEL_LOOP
 #endif
 
@@ -113,7 +115,9 @@ static void gemm_two(const int8_t *wg, int32_t m, int32_t depth, int32_t depth4,
         /* 4 x 4 taps per trip: unrolled further (a specialized depth is a constant, so the
            specializing variants' threshold would unroll it fully) the loads are hoisted and
            the accumulators spill: kws_int8's 64x64 pointwise conv 1.21M -> 1.89M est. cycles */
+#if defined(__clang__) /* gcc builds the shim for the host tests */
 #pragma clang loop unroll_count(4)
+#endif
         for (; p < depth4; p += 4) {
             const uint32_t w0 = (uint32_t)arm_nn_read_s8x4(f0 + p);
             const uint32_t w1 = (uint32_t)arm_nn_read_s8x4(f1 + p);
