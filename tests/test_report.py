@@ -50,3 +50,12 @@ def test_run_table_fits_100_columns():
     out = _table([r])
     assert max(len(line) for line in out.splitlines()) <= 100, out
     assert f"| {r.flash} |" in out and f"| {r.ram} |" in out and r.ram == 4_000 + 4_000_000 + 1_080 + 123_456
+
+
+def test_a_failed_variant_is_never_reported_within_tolerance():
+    from specializer.report import Comparison, VariantRow, table
+
+    rows = (VariantRow("lto", "pass", 100, 0, 0, 0, 10, 20, 0.0, 0.0, rtol=1e-5),
+            VariantRow("all-args", "FAIL", 100, 0, 0, 0, 10, 20, 0.0, 0.0, rtol=1e-5))
+    text = table(Comparison("m", "captured", rows))
+    assert "all-args does not match" in text and "every variant <=" not in text
