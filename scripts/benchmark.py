@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="where variants.md and variants.json are written (default reports/)")
     p.add_argument("--max-growth", type=lambda s: None if s == "none" else float(s),
                    default=variants.DEFAULT_MAX_GROWTH)
-    p.add_argument("--unroll-threshold", type=lambda t: t if t in ("llvm", "auto") else int(t), default="auto",
+    p.add_argument("--unroll-threshold", type=variants.unroll_setting, default="auto",
                    help="N, 'llvm' (LLVM's default) or 'auto' (measure each of variants.DEFAULT_UNROLL_CANDIDATES "
                         "and keep the fastest; the default)")
     p.add_argument("--rounds", type=int, default=variants.DEFAULT_ROUNDS)
@@ -51,8 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in EXAMPLES]
     if unknown:
         p.error(f"no example named '{unknown[0]}' (have: {', '.join(EXAMPLES)})")
-    threshold = None if a.unroll_threshold in ("llvm", "auto") else a.unroll_threshold
-    candidates = variants.DEFAULT_UNROLL_CANDIDATES if a.unroll_threshold == "auto" else ()
+    threshold, candidates = a.unroll_threshold
     options = variants.Options(max_growth=a.max_growth, unroll_threshold=threshold, unroll_candidates=candidates,
                                rounds=a.rounds, pre_unroll=a.pre_unroll)
     out = Path(a.output)

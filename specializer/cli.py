@@ -187,16 +187,13 @@ def _growth(text: str) -> float | None:
     return value
 
 
-def _threshold(text: str) -> int | str | None:
-    """An unroll threshold, 'llvm' for LLVM's own default, or 'auto'."""
-    if text.strip().lower() == "llvm":
-        return None
-    if text.strip().lower() == "auto":
-        return "auto"
+def _threshold(text: str) -> tuple:
+    from .variants import unroll_setting
+
     try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: '{text}' (or 'llvm')") from None
+        return unroll_setting(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _bytes(text: str) -> int | None:
@@ -267,17 +264,13 @@ def _specialize(argv: list[str]) -> int:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (shown on a terminal)")
     p.add_argument("--progress", action="store_true", help="progress lines on stderr even when it is not a terminal")
     a = p.parse_args(argv)
-    if isinstance(a.unroll_threshold, int) and a.unroll_threshold < 0:
-        p.error("--unroll-threshold must be >= 0")
-    candidates = DEFAULT_UNROLL_CANDIDATES if a.unroll_threshold == "auto" else ()
-    if a.unroll_threshold == "auto":
-        a.unroll_threshold = None
+    threshold, candidates = a.unroll_threshold
     if a.rounds < 1:
         p.error("--rounds must be >= 1")
     from . import inputs, report, variants
     from .compare import compare
 
-    options = variants.Options(max_growth=a.max_growth, unroll_threshold=a.unroll_threshold, rounds=a.rounds,
+    options = variants.Options(max_growth=a.max_growth, unroll_threshold=threshold, rounds=a.rounds,
                                pre_unroll=a.pre_unroll, flash_budget=a.flash_budget, unroll_candidates=candidates)
     model = inputs.load(Path(a.model))
     if a.emit:

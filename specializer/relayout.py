@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .specialize import _split_args, _unquote, direct_calls, quote
+from .specialize import _unquote, direct_calls, quote
 
 MAX_DENSITY = 0.4
 U16 = 65535
@@ -104,7 +104,6 @@ def _array(name: str, ty: str, items: list[str]) -> str:
 
 CONV_S8 = "arm_convolve_s8"
 CONV_S8_CONST = "shim_convolve_s8_const"
-_CONV_CALL = re.compile(r"call i32 @arm_convolve_s8\(")
 
 
 @dataclass(frozen=True)
@@ -130,11 +129,8 @@ def const_convs(text: str, shim: bool) -> tuple[str, tuple[ConstConv, ...]]:
     lines = text.split("\n")
     defs = _defs(lines)
     notes = []
-    for i, line in enumerate(lines):
-        m = _CONV_CALL.search(line) if line.startswith("  ") else None
-        if not m:
-            continue
-        args, _ = _split_args(line, m.end() - 1)
+    for call in list(direct_calls(lines, (CONV_S8,))):
+        args = call.args
         if len(args) != 11:
             continue
         scope = _GLOBAL.match(args[2])
@@ -144,7 +140,7 @@ def const_convs(text: str, shim: bool) -> tuple[str, tuple[ConstConv, ...]]:
         elif not (_constant_global(defs, lines, args[2]) and _constant_global(defs, lines, args[8])):
             notes.append(ConstConv(name, "", "quant params or bias not a constant global"))
         else:
-            lines[i] = line.replace("@" + CONV_S8 + "(", "@" + CONV_S8_CONST + "(", 1)
+            lines[call.line] = lines[call.line].replace("@" + CONV_S8 + "(", "@" + CONV_S8_CONST + "(", 1)
             notes.append(ConstConv(name, CONV_S8_CONST))
     if not any(n.kernel for n in notes):
         return text, tuple(notes)
@@ -153,6 +149,7 @@ def const_convs(text: str, shim: bool) -> tuple[str, tuple[ConstConv, ...]]:
 
 
 def _defs(lines: list[str]) -> dict[str, int]:
+    """Global name -> the line that defines it."""
     defs = {}
     for i, line in enumerate(lines):
         if line.startswith("@"):
@@ -171,12 +168,7 @@ def relayout(text: str, shim: bool = True) -> tuple[str, tuple]:
 
 def _dense(text: str) -> tuple[str, tuple[Relayout, ...]]:
     lines = text.split("\n")
-    defs = {}
-    for i, line in enumerate(lines):
-        if line.startswith("@"):
-            m = re.match(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+) = ', line)
-            if m:
-                defs[_unquote(m.group(1))] = i
+    defs = _defs(lines)
     done: dict[str, Relayout] = {}
     notes, new_globals = [], []
     for call in list(direct_calls(lines, ("libjit_matmul_f32",))):

@@ -264,7 +264,7 @@ def _split_args(line: str, open_paren: int) -> tuple[list[str], int]:
 
 @dataclass(frozen=True)
 class DirectCall:
-    """A `call void @callee(...)` instruction line, as the textual readers of a module see it."""
+    """A `call <type> @callee(...)` instruction line, as the textual readers of a module see it."""
     line: int  # index into the module's lines
     callee: str
     args: list[str]  # argument texts ("ptr @w", "i32 4")
@@ -283,8 +283,8 @@ class DirectCall:
 
 
 def direct_calls(lines: list[str], callees: tuple[str, ...]):
-    """The `call void` instructions (not comments) of `lines` that call one of `callees`."""
-    pattern = re.compile(r"call void @(" + "|".join(map(re.escape, callees)) + r")\(")
+    """The call instructions (not comments) of `lines` that call one of `callees` directly."""
+    pattern = re.compile(r"call [^@(]*@(" + "|".join(map(re.escape, callees)) + r")\(")
     for i, line in enumerate(lines):
         m = pattern.search(line) if line.startswith("  ") else None
         if m:

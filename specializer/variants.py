@@ -61,6 +61,23 @@ DEFAULT_ROUNDS = 8
 # no threshold between does both (300: 11.55M / 9.03M). The growth factor and the flash
 # budget bound what each candidate adds.
 DEFAULT_UNROLL_CANDIDATES = (None, 1000)
+
+
+def unroll_setting(text: str) -> tuple[int | None, tuple]:
+    """`--unroll-threshold`'s value as (Options.unroll_threshold, Options.unroll_candidates):
+    a number, 'llvm' (LLVM's own) or 'auto' (measure DEFAULT_UNROLL_CANDIDATES)."""
+    t = text.strip().lower()
+    if t == "auto":
+        return None, DEFAULT_UNROLL_CANDIDATES
+    if t == "llvm":
+        return None, ()
+    try:
+        n = int(t)
+    except ValueError:
+        raise ValueError(f"not an unroll threshold: '{text}' (a number, 'llvm' or 'auto')") from None
+    if n < 0:
+        raise ValueError("--unroll-threshold must be >= 0")
+    return n, ()
 DEFAULT_FLASH_BUDGET = FLASH_BYTES - 64 * 1024  # the target's flash less room for harness, libc and libm
 
 
@@ -280,10 +297,7 @@ def optimized(model: Model, variant: str, options: Options = Options()) -> Optim
     passes.optimize(mod, threshold)
     dropped = 0
     if variant == "all-args":  # zero weights are visible once O2 has unrolled and folded the loads
-        text, dropped = zeroweights.fold(str(mod))
-        if dropped:
-            mod = ir.parse(text, "optimized.ll")
-            passes.cleanup(mod)
+        mod, dropped = zeroweights.drop(mod)
     return Optimized(mod, linked_text, spec, tuple(relaid), dropped, tuple(aliases))
 
 

@@ -8,7 +8,8 @@ rewritten as `fadd %acc, -0.0` (which LLVM folds to %acc exactly), and the multi
 
 The assumption, stated: activations are finite, and the sign of a zero sum may differ from
 IEEE's. It is the one the compressed-sparse kernel (relayout.py) makes by skipping zeros; it is
-applied only in the all-args variant, where weights are constants. Text in, text out.
+applied only in the all-args variant, where weights are constants. `fold` is text in, text
+out; `drop` applies it to an optimized module and lets LLVM fold what it left.
 """
 
 from __future__ import annotations
@@ -55,3 +56,16 @@ def fold(text: str) -> tuple[str, int]:
                 lines[i] = f"{ind}{res} = fadd float {acc}, -0.000000e+00"
                 dropped += 1
     return "\n".join(lines), dropped
+
+
+def drop(mod):
+    """`mod` (optimized) with its zero-weight multiply-adds gone, and how many: the fold, then
+    InstCombine and DCE to turn `fadd %acc, -0.0` into %acc and the multiplies into nothing."""
+    from . import ir, passes
+
+    text, dropped = fold(str(mod))
+    if not dropped:
+        return mod, 0
+    mod = ir.parse(text, "optimized.ll")
+    passes.cleanup(mod)
+    return mod, dropped

@@ -60,9 +60,7 @@ def run_case(case: Path) -> tuple[str, str]:
         passes.constprop(mod, o.unroll_threshold, unroll=o.constprop_unroll)
         text = str(mod)
     if o.zero_weights:
-        text, dropped = zeroweights.fold(text)
-        mod = codegen.parse(text, case.name)
-        passes.cleanup(mod)
+        mod, dropped = zeroweights.drop(codegen.parse(text, case.name))
         text = str(mod)
         want = next(ln for ln in case.read_text().splitlines() if ln.startswith("; DROPPED:"))
         assert dropped == int(want.split(":")[1])
