@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
-from .tools import build_dir, find_tool, repo_root
+from .tools import build_dir, find_tool, shipped
 
 MACHINE = "mps2-an386"
 ICOUNT = "shift=7,align=off,sleep=off"
@@ -34,7 +34,7 @@ ICOUNT = "shift=7,align=off,sleep=off"
 TICKS_PER_INSN = 3.2
 
 PLUGIN_SOURCE = Path(__file__).resolve().parent / "qemu_plugin" / "insn_profile.c"
-FETCH_HEADER_SCRIPT = repo_root() / "scripts" / "fetch_qemu_plugin_header.sh"
+FETCH_HEADER_SCRIPT = shipped("scripts/fetch_qemu_plugin_header.sh")
 
 _FAULT_RE = re.compile(r"hard fault at PC 0x[0-9a-fA-F]+")
 _COUNTER_RE = re.compile(r"^counter (0x[0-9a-f]+|\d+) (0x[0-9a-f]+|\d+)\s*$", re.MULTILINE)
