@@ -48,7 +48,7 @@ class Cost:
 # The cost table, first match wins (order matters: VLDM before VLDR, LDRD before LDR).
 COSTS = (
     Cost("load/store multiple, push/pop", "LDM, STM, PUSH, POP, VLDM, VSTM, VPUSH, VPOP", "1+N", "1+N"),
-    Cost("load/store double", "LDRD, STRD", "1+N", "3"),
+    Cost("load/store double", "LDRD, STRD, VLDR.64, VSTR.64", "1+N", "3"),
     Cost("load (any width, exclusive)", "LDR*, VLDR", "2, 1 pipelined after a load",
          "2; 1 right after a single load whose destination is not in its address"),
     Cost("store (any width, exclusive)", "STR*, VSTR", "2; 1 with an immediate offset or pipelined",
@@ -105,8 +105,8 @@ def insn_cycles(text: str) -> int:
     base, ops = _split(text)
     if base.startswith(("vldm", "vstm", "vpush", "vpop", "ldm", "stm", "push", "pop")):
         return 1 + _list_words(ops)
-    if base in ("ldrd", "strd"):
-        return 3
+    if base in ("ldrd", "strd") or base in ("vldr", "vstr") and ops.startswith("d"):
+        return 3  # two words: 1+N (VLDR.64 / VSTR.64 as LDRD / STRD)
     if base.startswith(("ldr", "str", "vldr", "vstr")):
         return 2
     if base in ("tbb", "tbh"):
@@ -193,7 +193,7 @@ def _memory_cycles(text: str, prev: str | None) -> int | None:
     """Cycles of a single load/store with the TRM's pipelining (None: not a single load/store).
     prev: the previous instruction of the same block."""
     base, ops = _split(text)
-    kind = _single(base)
+    kind = _single(base) if not (base in ("vldr", "vstr") and ops.startswith("d")) else None
     if kind is None or ops.split(",")[0].strip() == "pc":  # LDR PC is a branch: blocking
         return None
     regs = _address_registers(ops)
@@ -202,7 +202,7 @@ def _memory_cycles(text: str, prev: str | None) -> int | None:
     if prev is not None:
         pbase, pops = _split(prev)
         pdest = pops.split(",")[0].strip()
-        after_load = _single(pbase) == "load" and pdest != "pc" and pdest not in regs
+        after_load = _single(pbase) == "load" and pdest[:1] != "d" and pdest != "pc" and pdest not in regs
     if kind == "store" and not reg_offset:
         return 1
     return 1 if after_load else 2

@@ -45,8 +45,10 @@ CASES = {
     vstr s1, [r1, #8]        @ 1
     ldrd r2, r3, [r1]        @ 3 (never pipelined)
     ldr r2, [r1]             @ 2 (not after LDRD)
+    vldr d1, [r1]            @ 3 (two words, as LDRD)
+    vstr d1, [r1, #8]        @ 3
     bx lr                    @ 3
-""", 25),
+""", 31),
     "load-store-double": ("""
     ldr r1, =0x20001000      @ 2
     ldrd r2, r3, [r1]        @ 3
