@@ -9,6 +9,7 @@ BFAR) and the PC is resolved to a function + offset from the ELF's symbols.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,9 @@ def overflowed(fault: Fault, lay: Layout) -> bool:
 
 def describe(fault: Fault, lay: Layout) -> str:
     """One line: a stack overflow with the sizes, or the fault class, what happened, and where."""
+    if not lay.stack[0] <= fault.psp < lay.stack[1]:
+        # the frame went below the guard (below RAM, QEMU's writes vanish and reads give 0): its PC is junk
+        fault = dataclasses.replace(fault, pc=None)
     if overflowed(fault, lay):
         size = lay.stack[1] - lay.stack[0]
         below = lay.stack[0] - lay.ram_origin
