@@ -203,6 +203,10 @@ def test_max_insns_out_of_range(module):
                                                                          "--max-insns", "0"))
 
 
+def test_max_insns_needs_entry(module):
+    assert one_error_line(run(module, "--max-insns", "10")) == "--max-insns applies to --entry runs only"
+
+
 def test_raw_module_without_entry_points_to_it(tmp_path):
     ll = tmp_path / "m.ll"
     ll.write_text(MODULE)
