@@ -65,13 +65,17 @@ def parse(stdout: str) -> Fault | None:
     return Fault(exc, None if pc == NO_PC else pc, cfsr, hfsr, mmfar, bfar, psp)
 
 
-def limit_pc(stdout: str) -> int | None | bool:
-    """The PC where the instruction limit stopped the call (None: unknown), False: it did not."""
+@dataclass(frozen=True)
+class Limit:
+    pc: int | None  # where the instruction limit stopped the call (None: the frame was not stacked)
+
+
+def parse_limit(stdout: str) -> Limit | None:
     m = _LIMIT.search(stdout)
     if not m:
-        return False
+        return None
     pc = int(m.group(1), 16)
-    return None if pc == NO_PC else pc
+    return Limit(None if pc == NO_PC else pc)
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,7 @@ def layout(elf: Path) -> Layout:
                   (syms.get("__stack_limit", 0), syms.get("__stack_top", 0)), 0x20000000)
 
 
-def _at(pc: int | None, lay: Layout) -> str:
+def at(pc: int | None, lay: Layout) -> str:
     if pc is None:
         return "PC unknown (the exception frame could not be stacked)"
     where = lay.where(pc)
@@ -127,12 +131,12 @@ def describe(fault: Fault, lay: Layout) -> str:
     if overflowed(fault, lay):
         size = lay.stack[1] - lay.stack[0]
         below = lay.stack[0] - lay.ram_origin
-        at = f" (at {_at(fault.pc, lay)})" if fault.pc is not None else ""
-        return (f"stack overflow: the call needs more than the {size:,} bytes of stack there are{at}; "
+        where = f" (at {at(fault.pc, lay)})" if fault.pc is not None else ""
+        return (f"stack overflow: the call needs more than the {size:,} bytes of stack there are{where}; "
                 f"mps2-an386 has {(lay.stack[1] - lay.ram_origin) >> 20} MiB of RAM and {below:,} bytes of it "
                 "hold .data, .bss, the fault handlers' stack and the stack's guard")
     if fault.exception == 2:
-        return f"NMI at {_at(fault.pc, lay)}"
+        return f"NMI at {at(fault.pc, lay)}"
     reasons, kind = [], None
     for bit, (cls, what) in _CFSR.items():
         if fault.cfsr >> bit & 1:
@@ -145,4 +149,4 @@ def describe(fault: Fault, lay: Layout) -> str:
     if fault.hfsr & HFSR_VECTTBL:
         kind, reasons = kind or "HardFault", reasons + ["bus error reading the vector table"]
     detail = f"{kind or 'HardFault'}: {'; '.join(reasons) or 'no fault status recorded'}"
-    return f"hard fault at {_at(fault.pc, lay)} ({detail})"
+    return f"hard fault at {at(fault.pc, lay)} ({detail})"

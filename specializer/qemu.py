@@ -252,10 +252,9 @@ def _check_faults(stdout: str, elf: Path) -> None:
     fault = faults.parse(stdout)
     if fault:
         raise UserError(faults.describe(fault, faults.layout(elf)))
-    pc = faults.limit_pc(stdout)
-    if pc is not False:
-        lay = faults.layout(elf)
-        where = "PC unknown" if pc is None else f"PC 0x{pc:08x}" + (f" in {lay.where(pc)}" if lay.where(pc) else "")
+    limit = faults.parse_limit(stdout)
+    if limit:
+        where = faults.at(limit.pc, faults.layout(elf))
         raise LimitReached(f"the measured call did not return within the firmware's instruction limit "
                            f"(stopped at {where})", where)
     plain = _FAULT_RE.search(stdout)  # firmwares with a handler of their own (tests/data/qemu_smoke)

@@ -251,7 +251,7 @@ def test_fault_decoding():
     # a push into the guard: a stack overflow, whatever the stacked PC says
     assert line((1 << 1) | (1 << 7) | (1 << 4), pc=0xFFFFFFFF, mmfar=0x20000BFC, psp=0x20000BE0).startswith(
         "stack overflow: the call needs more than the 4,191,232 bytes of stack there are; mps2-an386 has 4 MiB")
-    assert faults.parse("limit 0x00000108\n") is None and faults.limit_pc("limit 0x00000108\n") == 0x108
+    assert faults.parse("limit 0x00000108\n") is None and faults.parse_limit("limit 0x00000108\n") == faults.Limit(0x108)
 
 
 def test_frame_sizes_from_unwind_directives():

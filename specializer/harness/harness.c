@@ -53,9 +53,8 @@ static void put_line_u32(const char *tag, uint32_t a, uint32_t b) {
  * One line for Python to decode against the ELF (specializer/faults.py):
  *   fault <exception> <pc> <cfsr> <hfsr> <mmfar> <bfar> <psp>   (pc 0xffffffff: not stacked)
  *   limit <pc> */
-void harness_report_fault(const uint32_t *frame, uint32_t exc_return) {
+void harness_report_fault(const uint32_t *frame) {
     uint32_t ipsr, psp, cfsr = REG(0xE000ED28);
-    (void)exc_return;
     __asm__ volatile("mrs %0, ipsr" : "=r"(ipsr));
     __asm__ volatile("mrs %0, psp" : "=r"(psp));
     uint32_t pc = (cfsr & CFSR_STACKING_FAILED) ? 0xFFFFFFFFu : frame[6];

@@ -73,13 +73,12 @@ harness_reset:
     .thumb_func
     .global harness_fault
 harness_fault:
-    /* harness_report_fault(frame, exc_return): the C side reads the stacked PC only when
-     * stacking succeeded (CFSR), so a frame pushed into the guard or past RAM is never read. */
+    /* harness_report_fault(frame): the C side reads the stacked PC only when stacking
+     * succeeded (CFSR), so a frame that could not be pushed into the guard is never read. */
     tst lr, #4
     ite eq
     mrseq r0, msp
     mrsne r0, psp
-    mov r1, lr
     b harness_report_fault
 
     /* VTOR needs the table aligned to its size rounded up to a power of two (25 words -> 128) */
