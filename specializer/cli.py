@@ -15,6 +15,8 @@ specialize [--all-args] FILE.ll [-o DIR]   build the variants (separate, lto, ll
                                            run each on QEMU, print the comparison; artifacts in DIR
 specialize [--all-args] FILE.ll -S -o OUT  write the optimized specialized module (no run)
 specialize run DIR/model.ll                build the lto variant, run it on QEMU, print one row
+specialize run FILE.ll --entry NAME        call NAME (no arguments) of any module on QEMU: its return
+                                           value, instructions, est. cycles, flash, RAM and stack
 specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.ll + DIR/model.json
 specialize examples [NAME ...]             capture and run the bundled example models
 specialize diff BASE.json NEW.json         compare two reports (flash, RAM, instructions, est. cycles);
@@ -70,6 +72,11 @@ def _run(argv: list[str]) -> int:
                                             "+ kernels in one module, internalized, O2), run it on QEMU, "
                                             "measure it.")
     p.add_argument("model", metavar="model.ll")
+    p.add_argument("--entry", metavar="NAME",
+                   help="call the function NAME of any module instead of a captured model's entry: no arguments, "
+                        "returning void, i1, i8, i16, i32, i64, float, double or ptr; prints the value it returns")
+    p.add_argument("--max-insns", type=int, default=None, metavar="N",
+                   help="with --entry: stop the call after N instructions as a hang (default 1,000,000,000)")
     p.add_argument("--json", action="store_true", help="print the row as JSON")
     p.add_argument("--method", choices=["plugin", "icount"], default="plugin",
                    help="instruction counting: QEMU TCG plugin (default) or the -icount FPGAIO counter")
@@ -81,10 +88,41 @@ def _run(argv: list[str]) -> int:
     model = Path(a.model)
     if not model.is_file():
         raise UserError(f"{model}: no such file")
+    if a.entry is not None:
+        return _run_entry(model, a)
+    if a.max_insns is not None:
+        raise UserError("--max-insns applies to --entry runs only")
     with tempfile.TemporaryDirectory(prefix="specializer-build-") as tmp:
         row, _ = run_model(model, Path(a.keep or tmp), method=a.method, timeout=a.timeout)
     print(json.dumps(row.as_dict(), indent=1, sort_keys=True) if a.json else _table([row]))
     return 0 if row.status == "pass" else 1
+
+ENTRY_NOTE = """\
+the lto build of the module (with the kernels it calls, internalized but for NAME, O2);
+flash: code, constants, .data's image and the libc/libm it reaches; RAM: .data + .bss + peak stack;
+instructions: QEMU-counted, the call only; est. cycles: TRM-weighted; --json: the breakdown"""
+
+
+def _run_entry(path: Path, a) -> int:
+    from . import inputs
+    from .rawrun import DEFAULT_MAX_INSNS, run_entry
+    from .report import github_table
+
+    model = inputs.load(path)
+    warn = lambda text: print(f"specialize: {text}", file=sys.stderr, flush=True)  # noqa: E731
+    with tempfile.TemporaryDirectory(prefix="specializer-build-") as tmp:
+        row = run_entry(model, a.entry, Path(a.keep or tmp), method=a.method, timeout=a.timeout,
+                        max_insns=DEFAULT_MAX_INSNS if a.max_insns is None else a.max_insns, warn=warn)
+    if a.json:
+        print(json.dumps(row.as_dict(), indent=1, sort_keys=True))
+        return 0
+    headers = ["entry", "returned", "flash", "RAM", "stack", "instructions", "est. cycles"]
+    value = row.returns if row.value is None else f"{row.returns} {row.value}"
+    body = [[row.entry, value, *map(str, (row.flash, row.ram, row.stack, row.insns)),
+             "n/a" if row.cycles is None else str(row.cycles)]]
+    print(github_table(body, headers, ("left", "left") + ("right",) * 5) + "\n" + ENTRY_NOTE)
+    return 0
+
 
 BUNDLE_EPILOG = """\
 DIR receives:

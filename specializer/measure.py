@@ -165,7 +165,8 @@ def run_model(model_ll: Path, workdir: Path, method: str = "plugin",
     model = inputs.load(model_ll)  # first: a bad .ll is reported before a missing manifest
     if model.manifest is None:
         raise UserError(f"{model_ll.with_name('model.json')}: manifest not found (capture writes it next to "
-                        f"model.ll; without inputs 'specialize {model_ll}' reports sizes only)")
+                        f"model.ll; without inputs 'specialize {model_ll}' reports sizes only; "
+                        "'specialize run FILE.ll --entry NAME' calls one function of any module)")
     b = variants.build(model, "lto", workdir)
     m = measure(list(b.objects), model.manifest, workdir, method=method, timeout=timeout)
     return m.row, m.result
