@@ -75,15 +75,41 @@ def _run(argv: list[str]) -> int:
                    help="instruction counting: QEMU TCG plugin (default) or the -icount FPGAIO counter")
     p.add_argument("--timeout", type=float, default=120, help="seconds before a run counts as a hang")
     p.add_argument("--keep", metavar="DIR", help="keep the build (object, ELF, harness) in DIR")
+    p.add_argument("--profile", action="store_true",
+                   help="also print the profile per kernel and HLO instruction (op_name, source line), from "
+                        "line-table debug info (the code is the same); profile.txt/.json in --keep DIR")
+    p.add_argument("--mca", action="store_true",
+                   help="with --profile: add llvm-mca's Cortex-M4 cycle estimate of the same blocks")
     a = p.parse_args(argv)
     from .measure import run_model
 
     model = Path(a.model)
     if not model.is_file():
         raise UserError(f"{model}: no such file")
+    if (a.profile or a.mca) and a.method != "plugin":
+        raise UserError("--profile needs the QEMU plugin's block profile: drop --method icount")
+    if a.mca and not a.profile:
+        raise UserError("--mca is a column of the profile: add --profile")
     with tempfile.TemporaryDirectory(prefix="specializer-build-") as tmp:
-        row, _ = run_model(model, Path(a.keep or tmp), method=a.method, timeout=a.timeout)
-    print(json.dumps(row.as_dict(), indent=1, sort_keys=True) if a.json else _table([row]))
+        if a.profile:
+            from . import hloprofile
+
+            p_ = hloprofile.profile_model(model, Path(a.keep or tmp), timeout=a.timeout, mca=a.mca)
+            row = p_.row
+        else:
+            row, _ = run_model(model, Path(a.keep or tmp), method=a.method, timeout=a.timeout)
+    if a.json:
+        out = row.as_dict()
+        if a.profile:
+            out["profile"] = json.loads(hloprofile.as_json(p_.rows, p_.hlo))
+        print(json.dumps(out, indent=1, sort_keys=True))
+    else:
+        print(_table([row]))
+        if a.profile:
+            if p_.hlo is None:
+                print(f"\nno {model.with_name('hlo.json')}: rows name kernels, not HLO instructions "
+                      "(capture the model again)")
+            print("\n" + hloprofile.table(p_.rows) + hloprofile.NOTE)
     return 0 if row.status == "pass" else 1
 
 BUNDLE_EPILOG = """\
