@@ -108,9 +108,9 @@ def sites(text: str, model_functions: list[str], entry: str,
                     found.append(Site(of_fn[callee], callee))
                     hlo_of[of_fn[callee]] = []
                 line = of_fn[callee]
-            else:
+            else:  # a copy's llvm.memcpy becomes a call of memcpy or inline code
                 line = len(found) + 1
-                found.append(Site(line, callee, call=True))
+                found.append(Site(line, "memcpy" if callee.startswith("llvm.memcpy.") else callee, call=True))
                 hlo_of[line] = []
             if hlo and hlo not in hlo_of[line]:
                 hlo_of[line].append(hlo)

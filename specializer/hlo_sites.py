@@ -7,8 +7,10 @@ StackFrames / FileLocations / FileNames tables to the innermost frame), and for 
 instructions fused into it. The profile (hloprofile.py) names its rows with these.
 
 XLA drops the metadata of some instructions it creates while optimizing (a dot rewritten by
-its layout passes has none): such an instruction borrows the metadata of the one instruction
-of the same opcode and shape in the HLO before optimizations, and says so (`borrowed`).
+its layout passes, a reduce-window it splits a long reduction into, a copy of loop state):
+such an instruction borrows the metadata of the one instruction of the same opcode and shape
+in the HLO before optimizations, else of its nearest user, else operand, that has some (a
+reduce-window feeding reduce_max is part of reduce_max), and says which (`borrowed`).
 """
 
 from __future__ import annotations
@@ -123,8 +125,28 @@ class _Reader:
             bf = frames(before)
             self.before = [(i, bf) for c in parse_hlo(before).values() for i in c.instructions]
         self.instrs = {i.name: i for c in self.comps.values() for i in c.instructions}
+        self.users: dict[str, list[str]] = {}
+        for c in self.comps.values():
+            for i in c.instructions:
+                for o in i.operands:
+                    self.users.setdefault(o, []).append(i.name)
 
-    def op(self, ins: Instruction, fused: bool = True) -> HloOp:
+    def _neighbour(self, ins: Instruction) -> tuple[str, str, str]:
+        """(op_name, source, name) of the nearest user, else operand, with metadata (3 steps at most)."""
+        for step in (lambda n: self.users.get(n, []), lambda n: list(self.instrs[n].operands) if n in self.instrs else []):
+            seen, frontier = {ins.name}, [ins.name]
+            for _ in range(3):
+                frontier = [m for n in frontier for m in step(n) if m not in seen and m in self.instrs]
+                seen.update(frontier)
+                for m in frontier:
+                    o = self.op(self.instrs[m], search=False)
+                    # a fusion it feeds: the first op fused in (a reduction's input goes to the reduction)
+                    o = next((f for f in o.fused if f.op_name), o) if step is not None and o.fused else o
+                    if o.op_name:
+                        return o.op_name, o.source, m
+        return "", "", ""
+
+    def op(self, ins: Instruction, fused: bool = True, search: bool = True) -> HloOp:
         op_name, source = metadata(ins, self.frame_of)
         borrowed = ""
         if not op_name and ins.opcode not in _PLUMBING:
@@ -142,6 +164,8 @@ class _Reader:
             first = next((f for f in inner if f.op_name), None)
             if first is not None:
                 op_name, source = first.op_name, first.source
+        if not op_name and search and fused:
+            op_name, source, borrowed = self._neighbour(ins)
         return HloOp(ins.name, ins.opcode, ins.shape, op_name, source, borrowed, inner)
 
 
