@@ -317,8 +317,8 @@ def _io_arrays(workdir: Path, meta: dict) -> dict[str, np.ndarray]:
     return io
 
 
-def build_module(workdir: Path, function: str,
-                 xla_dots: bool = False) -> tuple[str, Manifest, list[str], hlo_sites.HloMap]:
+def build_module(workdir: Path, function: str, xla_dots: bool = False,
+                 source: Path | None = None) -> tuple[str, Manifest, list[str], hlo_sites.HloMap]:
     """(module text, manifest, log lines, the HLO instruction behind each call). Raises cmsis_calls.NotLowerable when an int8 block's
     custom call cannot become its CMSIS-NN call."""
     meta = json.loads((workdir / "io.json").read_text())
@@ -405,7 +405,7 @@ def build_module(workdir: Path, function: str,
     floats = [np.abs(o).max() for o in finite if o.size]
     atol = max([1e-6] + [float(np.float32(m * 0.1)) for m in floats])
     manifest = Manifest(function, entry_name, inputs, tuple(outputs), weights, meta["versions"], atol=atol)
-    return str(linked), manifest, log, hlo_sites.build(dump, calls)
+    return str(linked), manifest, log, hlo_sites.build(dump, calls, source)
 
 
 def _op_phrase(dump: Dump, op_names: list[str], base: str) -> str:
@@ -454,13 +454,13 @@ def capture(source: Path, function: str, out_dir: Path, ir_dots: bool = False,
         flags = IR_DOT_FLAGS if ir_dots else []
         run_worker(source, function, work, flags, timeout)
         try:
-            text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots)
+            text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots, source=source)
         except cmsis_calls.NotLowerable as e:
             # every block back to XLA's own code, which computes it exactly
             shutil.rmtree(work)
             work.mkdir()
             run_worker(source, function, work, flags, timeout, lower_int8=False)
-            text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots)
+            text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots, source=source)
             log = [f"kept XLA's code for every int8 block: {e}"] + log
     try:
         manifest_text = manifest.dumps()  # before anything is written: both files or neither

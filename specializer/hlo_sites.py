@@ -69,8 +69,13 @@ def load(path: Path) -> HloMap | None:
 _TABLE = re.compile(r"^(FileNames|FunctionNames|FileLocations|StackFrames)$")
 
 
-def frames(text: str) -> dict[int, str]:
-    """stack_frame_id -> 'file:line' of that frame, from an HLO module's header tables."""
+def frames(text: str, prefer: str | None = None) -> dict[int, str]:
+    """stack_frame_id -> 'file:line', from an HLO module's header tables: the innermost frame, or
+    with `prefer` (the model's file) the innermost frame in that file when the stack has one (an
+    op a helper library made, such as an int8 block, is then named by the model's line).
+
+    The dump prints a frame's parent one above its id (a frame without a parent shows 1): the
+    chain of a stack k -> k' runs through parent_frame_id - 1, down to 0."""
     tables: dict[str, dict[int, str]] = {}
     current = None
     for line in text.splitlines():
@@ -83,16 +88,34 @@ def frames(text: str) -> dict[int, str]:
             if key.isdigit():
                 current[int(key)] = rest
     names = {k: v.strip('"') for k, v in tables.get("FileNames", {}).items()}
-    out = {}
-    for k, v in tables.get("StackFrames", {}).items():
-        loc = re.search(r"file_location_id=(\d+)", v)
+    stack = tables.get("StackFrames", {})
+
+    def place(k: int) -> str | None:
+        loc = re.search(r"file_location_id=(\d+)", stack.get(k, ""))
         where = tables.get("FileLocations", {}).get(int(loc.group(1))) if loc else None
-        if where is None:
-            continue
-        file_id = re.search(r"file_name_id=(\d+)", where)
-        line_no = re.search(r"\bline=(\d+)", where)
+        file_id = re.search(r"file_name_id=(\d+)", where or "")
+        line_no = re.search(r"\bline=(\d+)", where or "")
         if file_id and line_no and int(file_id.group(1)) in names:
-            out[k] = f"{names[int(file_id.group(1))]}:{line_no.group(1)}"
+            return f"{names[int(file_id.group(1))]}:{line_no.group(1)}"
+        return None
+
+    out = {}
+    for k in stack:
+        inner = place(k)
+        if inner is None:
+            continue
+        out[k] = inner
+        if prefer is None:
+            continue
+        seen, j = set(), k
+        while j in stack and j not in seen:
+            seen.add(j)
+            here = place(j)
+            if here is not None and here.rsplit(":", 1)[0] == prefer:
+                out[k] = here
+                break
+            parent = re.search(r"parent_frame_id=(\d+)", stack[j])
+            j = int(parent.group(1)) - 1 if parent else 0
     return out
 
 
@@ -117,12 +140,12 @@ def _plain_shape(shape: str) -> str:
 
 
 class _Reader:
-    def __init__(self, text: str, before: str | None):
+    def __init__(self, text: str, before: str | None, source: str | None):
         self.comps = parse_hlo(text)
-        self.frame_of = frames(text)
+        self.frame_of = frames(text, source)
         self.before: list[tuple[Instruction, dict]] = []
         if before:
-            bf = frames(before)
+            bf = frames(before, source)
             self.before = [(i, bf) for c in parse_hlo(before).values() for i in c.instructions]
         self.instrs = {i.name: i for c in self.comps.values() for i in c.instructions}
         self.users: dict[str, list[str]] = {}
@@ -169,11 +192,13 @@ class _Reader:
         return HloOp(ins.name, ins.opcode, ins.shape, op_name, source, borrowed, inner)
 
 
-def build(dump: Dump, calls: list[tuple[str, str]]) -> HloMap:
-    """The map for one captured module: `calls` from entry.generate, metadata from the dump."""
+def build(dump: Dump, calls: list[tuple[str, str]], source: Path | None = None) -> HloMap:
+    """The map for one captured module: `calls` from entry.generate, metadata from the dump;
+    `source`: the model's file, whose lines name an op when its stack passes through it."""
     text = (dump.directory / f"{dump.prefix}.cpu_after_optimizations.txt").read_text()
     before_path = dump.directory / f"{dump.prefix}.before_optimizations.txt"
-    reader = _Reader(text, before_path.read_text() if before_path.is_file() else None)
+    reader = _Reader(text, before_path.read_text() if before_path.is_file() else None,
+                     str(source) if source else None)
     ops = {}
     for _, name in calls:
         ins = reader.instrs.get(name)

@@ -211,3 +211,16 @@ def test_profile_is_byte_identical_run_to_run(model, profiled, tmp_path):
     hloprofile.profile_model(c.model_ll, tmp_path / "again", mca=True)
     for name in ("profile.txt", "profile.json"):
         assert (tmp_path / "again" / name).read_bytes() == (d / name).read_bytes(), name
+
+
+def test_frames_prefer_the_model_file():
+    # a chain 1 <- 2 <- 3 (the dump prints each parent one above its id): the op was made in
+    # lib.py, called from the model's line 12
+    text = ('FileNames\n1 "/a/model.py"\n2 "/b/lib.py"\n\n'
+            "FileLocations\n1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=1 end_column=2}\n"
+            "2 {file_name_id=1 function_name_id=1 line=12 end_line=12 column=1 end_column=2}\n"
+            "3 {file_name_id=2 function_name_id=1 line=40 end_line=40 column=1 end_column=2}\n\n"
+            "StackFrames\n1 {file_location_id=1 parent_frame_id=1}\n2 {file_location_id=2 parent_frame_id=2}\n"
+            "3 {file_location_id=3 parent_frame_id=3}\n\n")
+    assert hlo_sites.frames(text)[3] == "/b/lib.py:40"
+    assert hlo_sites.frames(text, "/a/model.py") == {1: "/a/model.py:3", 2: "/a/model.py:12", 3: "/a/model.py:12"}
