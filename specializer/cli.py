@@ -15,7 +15,7 @@ specialize [--all-args] FILE.ll [-o DIR]   build the variants (separate, lto, ll
                                            run each on QEMU, print the comparison; artifacts in DIR
 specialize [--all-args] FILE.ll -S -o OUT  write the optimized specialized module (no run)
 specialize run DIR/model.ll                build the lto variant, run it on QEMU, print one row;
-                                           --profile: and its cost per kernel and HLO op (--mca: llvm-mca's too)
+                                           --profile: cost per kernel and HLO op (--mca: llvm-mca)
 specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.ll + DIR/model.json
 specialize examples [NAME ...]             capture and run the bundled example models
 specialize diff BASE.json NEW.json         compare two reports (flash, RAM, instructions, est. cycles);
