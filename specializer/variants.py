@@ -315,6 +315,8 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
     if variant not in VARIANTS:
         raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
     out_dir.mkdir(parents=True, exist_ok=True)
+    if annotate is not None and variant == "separate":
+        raise UserError("the HLO profile is made of the lto and llvm-funcspec builds, not separate")
     if variant == "separate":
         mod = ir.parse(model.text, str(model.path))
         passes.optimize(mod)
