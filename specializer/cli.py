@@ -14,7 +14,8 @@ USAGE = """\
 specialize [--all-args] FILE.ll [-o DIR]   build the variants (separate, lto, llvm-funcspec, dims[, all-args]),
                                            run each on QEMU, print the comparison; artifacts in DIR
 specialize [--all-args] FILE.ll -S -o OUT  write the optimized specialized module (no run)
-specialize run DIR/model.ll                build the lto variant, run it on QEMU, print one row
+specialize run DIR/model.ll                build the lto variant, run it on QEMU, print one row;
+                                           --profile: cost per kernel and HLO op (--mca: llvm-mca)
 specialize run FILE.ll --entry NAME        call NAME (no arguments) of any module on QEMU: its return
                                            value, instructions, est. cycles, flash, RAM and stack
 specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.ll + DIR/model.json
@@ -82,6 +83,11 @@ def _run(argv: list[str]) -> int:
                    help="instruction counting: QEMU TCG plugin (default) or the -icount FPGAIO counter")
     p.add_argument("--timeout", type=float, default=120, help="seconds before a run counts as a hang")
     p.add_argument("--keep", metavar="DIR", help="keep the build (object, ELF, harness) in DIR")
+    p.add_argument("--profile", action="store_true",
+                   help="also print the profile per kernel and HLO instruction (op_name, source line), from "
+                        "line-table debug info (the code is the same); profile.txt/.json in --keep DIR")
+    p.add_argument("--mca", action="store_true",
+                   help="with --profile: add llvm-mca's Cortex-M4 cycle estimate of the same blocks")
     a = p.parse_args(argv)
     from .measure import run_model
 
@@ -89,12 +95,35 @@ def _run(argv: list[str]) -> int:
     if not model.is_file():
         raise UserError(f"{model}: no such file")
     if a.entry is not None:
+        if a.profile or a.mca:
+            raise UserError("--profile applies to captured models, not --entry runs")
         return _run_entry(model, a)
     if a.max_insns is not None:
         raise UserError("--max-insns applies to --entry runs only")
+    if (a.profile or a.mca) and a.method != "plugin":
+        raise UserError("--profile needs the QEMU plugin's block profile: drop --method icount")
+    if a.mca and not a.profile:
+        raise UserError("--mca is a column of the profile: add --profile")
     with tempfile.TemporaryDirectory(prefix="specializer-build-") as tmp:
-        row, _ = run_model(model, Path(a.keep or tmp), method=a.method, timeout=a.timeout)
-    print(json.dumps(row.as_dict(), indent=1, sort_keys=True) if a.json else _table([row]))
+        if a.profile:
+            from . import hloprofile
+
+            p_ = hloprofile.profile_model(model, Path(a.keep or tmp), timeout=a.timeout, mca=a.mca)
+            row = p_.row
+        else:
+            row, _ = run_model(model, Path(a.keep or tmp), method=a.method, timeout=a.timeout)
+    if a.json:
+        out = row.as_dict()
+        if a.profile:
+            out["profile"] = json.loads(hloprofile.as_json(p_.rows, p_.hlo))
+        print(json.dumps(out, indent=1, sort_keys=True))
+    else:
+        print(_table([row]))
+        if a.profile:
+            if p_.hlo is None:
+                print(f"\nno {model.with_name('hlo.json')}: rows name kernels, not HLO instructions "
+                      "(capture the model again)")
+            print("\n" + hloprofile.table(p_.rows) + hloprofile.NOTE)
     return 0 if row.status == "pass" else 1
 
 ENTRY_NOTE = """\

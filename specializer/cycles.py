@@ -208,19 +208,28 @@ def _memory_cycles(text: str, prev: str | None) -> int | None:
     return 1 if after_load else 2
 
 
-def block_cycles(block: Block) -> int:
-    """Estimated cycles of all executions of one translation block."""
-    per_exec = 0
+def insn_costs(block: Block) -> list[int]:
+    """Estimated cycles of each instruction of a translation block over all its executions; the
+    taken-branch penalty is the last instruction's (the profile splits a block by address)."""
+    costs = []
     prev = None
     for i in block.insns:
         base, _ = _split(i.text)
         if _is_it(base):
-            per_exec += 0 if prev is not None and prev.size == 2 else 1  # folds into a 16-bit predecessor
+            per_exec = 0 if prev is not None and prev.size == 2 else 1  # folds into a 16-bit predecessor
         else:
             mem = _memory_cycles(i.text, prev.text if prev is not None else None)
-            per_exec += insn_cycles(i.text) if mem is None else mem
+            per_exec = insn_cycles(i.text) if mem is None else mem
+        costs.append(block.execs * per_exec)
         prev = i
-    return block.execs * per_exec + taken(block) * BRANCH_PENALTY
+    if costs:
+        costs[-1] += taken(block) * BRANCH_PENALTY
+    return costs
+
+
+def block_cycles(block: Block) -> int:
+    """Estimated cycles of all executions of one translation block."""
+    return sum(insn_costs(block))
 
 
 @dataclass(frozen=True)

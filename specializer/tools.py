@@ -12,6 +12,8 @@ from .errors import UserError
 PACKAGES = {
     "clang-19": "clang-19",
     "llvm-link-19": "llvm-19",
+    "llvm-mca-19": "llvm-19",
+    "llvm-objdump-19": "llvm-19",
     "arm-none-eabi-gcc": "gcc-arm-none-eabi",
     "arm-none-eabi-objdump": "binutils-arm-none-eabi",
     "arm-none-eabi-ld": "binutils-arm-none-eabi",

@@ -281,11 +281,17 @@ class Optimized:
         return head + self.spec.log_text()
 
 
-def optimized(model: Model, variant: str, options: Options = Options()) -> Optimized:
-    """The optimized module of one of the linked variants (every variant but `separate`)."""
+def optimized(model: Model, variant: str, options: Options = Options(), annotate=None) -> Optimized:
+    """The optimized module of one of the linked variants (every variant but `separate`).
+    `annotate(text) -> text` (lto and llvm-funcspec only) rewrites the linked module before O2:
+    the profile's debug info (debuginfo.py)."""
     text, relaid = (relayout.relayout(model.text, cmsis.cmsis_nn().kind == "shim") if variant == "all-args" else (None, ()))
     mod = linked(model, text)
     linked_text = str(mod)
+    if annotate is not None:
+        if variant not in ("lto", "llvm-funcspec"):
+            raise UserError(f"the HLO profile is made of the lto and llvm-funcspec builds, not {variant}")
+        mod = ir.parse(annotate(linked_text), "linked.ll")
     if variant in ("lto", "llvm-funcspec"):
         passes.optimize(mod, funcspec=variant == "llvm-funcspec")
         return Optimized(mod, linked_text)
@@ -302,13 +308,15 @@ def optimized(model: Model, variant: str, options: Options = Options()) -> Optim
 
 
 def build(model: Model, variant: str, out_dir: Path, options: Options = Options(),
-          data_sections: bool = False) -> Build:
+          data_sections: bool = False, annotate=None) -> Build:
     """Build one variant of `model` into `out_dir`: artifacts and object(s). `data_sections`: the
     model object gets a section per global too (.rodata.<weight>, .bss.<buffer>), as a bundle
     wants them for placing weights and buffers."""
     if variant not in VARIANTS:
         raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
     out_dir.mkdir(parents=True, exist_ok=True)
+    if annotate is not None and variant == "separate":
+        raise UserError("the HLO profile is made of the lto and llvm-funcspec builds, not separate")
     if variant == "separate":
         mod = ir.parse(model.text, str(model.path))
         passes.optimize(mod)
@@ -318,7 +326,7 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
         objs = (_emit(mod, out_dir / "model.o", data_sections), _emit(lib, out_dir / "libjit.o", data_sections=True))
         return Build(variant, out_dir, objs)
 
-    o = optimized(model, variant, options)
+    o = optimized(model, variant, options, annotate)
     _write(out_dir / "linked.ll", o.linked)
     if o.spec is None:
         _write(out_dir / "optimized.ll", str(o.module))
