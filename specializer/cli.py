@@ -313,7 +313,7 @@ def _specialize(argv: list[str]) -> int:
 
 def _pipelines(model, which: tuple, options) -> str:
     """'VARIANT: PIPELINE' per variant; with several unroll thresholds to measure, one line per
-    threshold ('dims (auto: 1000): ...'), as a comparison builds them."""
+    threshold ('dims (auto, 1000): ...'), as a comparison builds them."""
     from dataclasses import replace
 
     from . import pipeline, variants
@@ -327,7 +327,7 @@ def _pipelines(model, which: tuple, options) -> str:
             tried = tuple(options.unroll_candidates) if v in ("dims", "all-args") and options.unroll_candidates \
                 else (options.unroll_threshold,)
         for t in tried:
-            label = v if len(tried) == 1 else f"{v} (auto: {t or 'llvm'})"
+            label = v if len(tried) == 1 else f"{v} (auto, {t or 'llvm'})"
             text = pipeline.to_text(variants.pipeline_for(v, replace(options, unroll_threshold=t)))
             lines.append(f"{label}: {text}\n")
     return "".join(lines)
