@@ -173,9 +173,14 @@ flash budget (--flash-budget BYTES): the same scratch build, unrolled as O2 unro
 candidate clone; when its code + initialized data exceed BYTES, the clones that add the most
 code are refused one by one until it fits, each with a log line saying so.
 
-artifacts in DIR/<variant>/: linked.ll, specialized.ll, optimized.ll, specialization.log and
-.json, profile.txt and .json (per function: instructions, est. cycles), firmware.elf;
-DIR/report.md and DIR/report.json hold the comparison.
+pass pipelines: each variant is the pass pipeline --print-pipeline prints ('specialize help opt'
+lists the passes); 'relayout' (all-args) re-lays out weights in the model before 'link' joins it
+with the kernels. pipeline.txt holds the steps after 'link': 'specialize opt
+-passes="$(cat DIR/<variant>/pipeline.txt)" DIR/<variant>/linked.ll' gives its optimized.ll.
+
+artifacts in DIR/<variant>/: linked.ll, pipeline.txt, specialized.ll, optimized.ll,
+specialization.log and .json, profile.txt and .json (per function: instructions, est. cycles),
+firmware.elf; DIR/report.md and DIR/report.json hold the comparison.
 """
 
 
@@ -306,8 +311,8 @@ def _specialize(argv: list[str]) -> int:
         print(report.json_text(c), end="")
     else:
         print(report.table(c, title=False) + report.NOTE)
-        print(f"artifacts: {out}/<variant>/\n  (linked.ll, specialized.ll, optimized.ll, specialization.log, "
-              "profile.txt)")
+        print(f"artifacts: {out}/<variant>/\n  (linked.ll, pipeline.txt, specialized.ll, optimized.ll, "
+              "specialization.log, profile.txt)")
     return 0 if c.passed else 1
 
 

@@ -93,6 +93,8 @@ def use_list_order():
 
 @dataclass(frozen=True)
 class Pass:
+    """One step: `name` in the text, its `stage`, a `summary` for help; the dataclass fields of a
+    subclass are its options."""
     name: ClassVar[str]
     stage: ClassVar[str] = MODULE
     summary: ClassVar[str]
@@ -259,7 +261,8 @@ def _value(p: type[Pass], f, text: str):
         value = int(text) if m["kind"] == "int" else float(text)
     except ValueError:
         raise UserError(f"pass pipeline: {where}: {_key(f)} takes {_spelling(f)}") from None
-    if m["minimum"] is not None and value < m["minimum"] or m["kind"] == "float" and not value > 0:
+    too_small = value < m["minimum"] if m["minimum"] is not None else False
+    if too_small or (m["kind"] == "float" and not value > 0):  # (not > 0: NaN too)
         raise UserError(f"pass pipeline: {where}: {_key(f)} takes {_spelling(f)}")
     return value
 

@@ -32,10 +32,10 @@ rounds after the first see the constprop of the ones before), `optimized.ll`, `p
 optimized.ll; pipeline.py), and `specialization.log` / `specialization.json`. `separate` writes
 `optimized.ll` of the model module alone (its pipeline.txt runs on model.ll).
 
-Each linked variant is defined by its pass pipeline (`pipeline_for`, printed by
-`specialize --print-pipeline`); `linked.ll` is printed with LLVM's use-list order so that the
-pipeline rerun on it gives the same optimized.ll. The unroll threshold applies to the specializing variants only: `separate` and
-`lto` are what LLVM's defaults give.
+Each variant is defined by its pass pipeline (`pipeline_for`, printed by `specialize
+--print-pipeline`); `linked.ll` is printed with LLVM's use-list order so that the pipeline
+rerun on it gives the same optimized.ll. The unroll threshold applies to the specializing
+variants only: `separate` and `lto` are what LLVM's defaults give.
 """
 
 from __future__ import annotations
@@ -327,11 +327,11 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
     wants them for placing weights and buffers."""
     if variant not in VARIANTS:
         raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
+    from . import pipeline as p
+
     out_dir.mkdir(parents=True, exist_ok=True)
     if variant == "separate":
-        from . import pipeline as p
-
-        steps = pipeline_for(variant, options)
+        steps = p.parse(p.to_text(pipeline_for(variant, options)))
         mod = p.run(steps, p.State(model.path.name, str(model.path), model.text)).as_module()
         _write(out_dir / "optimized.ll", str(mod))
         _write(out_dir / "pipeline.txt", p.to_text(steps) + "\n")
@@ -339,8 +339,6 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
         passes.optimize(lib)
         objs = (_emit(mod, out_dir / "model.o", data_sections), _emit(lib, out_dir / "libjit.o", data_sections=True))
         return Build(variant, out_dir, objs)
-
-    from . import pipeline as p
 
     o = optimized(model, variant, options)
     _write(out_dir / "linked.ll", o.linked)

@@ -99,13 +99,14 @@ def test_opt_on_linked_ll_reproduces_optimized_ll(captured, tmp_path):
     c = captured("mlp")
     model = inputs.load(c.model_ll)
     # llvm-funcspec numbers its clones by use-list order: linked.ll must keep it (pipeline.py)
-    for v in ("lto", "llvm-funcspec", "all-args"):
+    for v in ("lto", "llvm-funcspec", "dims", "all-args"):
         b = variants.build(model, v, tmp_path / v, variants.Options(unroll_threshold=1000))
         steps = (b.dir / "pipeline.txt").read_text()
         assert steps.endswith("\n") and steps.count("\n") == 1
         assert pipeline.parse(steps) == pipeline.after_link(variants.pipeline_for(v, variants.Options(
             unroll_threshold=1000)))
-        r = cli("opt", "-passes=" + steps.strip(), b.dir / "linked.ll", "-o", tmp_path / f"{v}.ll")
+        manifest = ("--manifest", c.manifest_json) if v == "dims" else ()  # which globals are weights
+        r = cli("opt", "-passes=" + steps.strip(), b.dir / "linked.ll", "-o", tmp_path / f"{v}.ll", *manifest)
         assert r.returncode == 0, r.stderr
         assert (tmp_path / f"{v}.ll").read_bytes() == (b.dir / "optimized.ll").read_bytes(), v
     # the whole printed pipeline, from the model: the same module; cut before zeroweights: another
