@@ -128,7 +128,11 @@ class Link(Pass):
                "drop dead code: the module after it is a build's linked.ll")
 
     def run(self, state: State) -> None:
-        mod = variants.linked(state.model, state.as_text())
+        text = state.as_text()
+        if re.search(r"^define [^@\n]*@libjit_", text, re.M):  # else: a cryptic duplicate-symbol error
+            raise UserError(f"{state.where}: already linked (it defines libjit's kernels): run only the steps "
+                            "after 'link' on it")
+        mod = variants.linked(state.model, text)
         with use_list_order():
             state.linked = str(mod)
         state.set_module(mod)
@@ -142,10 +146,10 @@ class Specialize(Pass):
     mode: str = option("dims", "dims: constant scalars and pointers to constant non-tensor data (Glow's "
                        "default); all-args: every constant argument", "choice", choices=("dims", "all-args"))
     rounds: int = option(variants.DEFAULT_ROUNDS, "at most this many rounds", "int", minimum=1)
-    max_growth: float | None = option(variants.DEFAULT_MAX_GROWTH, "the clones of a callee may add at most X times its code",
-                                      "float", none="none")
-    flash_budget: int | None = option(variants.DEFAULT_FLASH_BUDGET, "code + data bytes the scratch build may take",
-                                      "int", none="none", minimum=1)
+    max_growth: float | None = option(variants.DEFAULT_MAX_GROWTH, "the clones of a callee may add at most X "
+                                      "times its code", "float", none="none")
+    flash_budget: int | None = option(variants.DEFAULT_FLASH_BUDGET, "code + data bytes the scratch build may "
+                                      "take", "int", none="none", minimum=1)
     unroll_threshold: int | None = option(None, _THRESHOLD_HELP + " in the sizing build and between rounds",
                                           "int", none="llvm", minimum=0)
     pre_unroll: bool = option(False, "unroll loops in constprop between rounds too", "bool")

@@ -109,7 +109,7 @@ def test_opt_on_linked_ll_reproduces_optimized_ll(captured, tmp_path):
         r = cli("opt", "-passes=" + steps.strip(), b.dir / "linked.ll", "-o", tmp_path / f"{v}.ll", *manifest)
         assert r.returncode == 0, r.stderr
         assert (tmp_path / f"{v}.ll").read_bytes() == (b.dir / "optimized.ll").read_bytes(), v
-    # the whole printed pipeline, from the model: the same module; cut before zeroweights: another
+    # the whole printed pipeline, from the model: the same module and log; a cut one runs as well
     full = pipeline.to_text(variants.pipeline_for("all-args", variants.Options(unroll_threshold=1000)))
     r = cli("opt", "-p", full, c.model_ll, "--log", tmp_path / "log.txt")
     assert r.returncode == 0, r.stderr
@@ -119,3 +119,7 @@ def test_opt_on_linked_ll_reproduces_optimized_ll(captured, tmp_path):
     assert cut != full
     r = cli("opt", "-p", cut.split("link,", 1)[1], tmp_path / "all-args" / "linked.ll")
     assert r.returncode == 0 and r.stdout.startswith("; ModuleID = 'specialized.ll'"), r.stderr
+    # a linked.ll is linked already: one line says to run only what follows `link`
+    r = cli("opt", "-p", "link,O2", tmp_path / "lto" / "linked.ll")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "linked.ll: already linked (it defines libjit's kernels): run only the steps after 'link'" in r.stderr
