@@ -42,8 +42,10 @@ static inline int32_t tap_slot(int32_t p, int32_t depth4)
 }
 
 /* the im2col column of output pixel (oy, ox), group g; in_h x in_w is the (upscaled) size,
-   up_y / up_x are 1 where the input is upscaled 2x: odd rows / columns are the zero point */
-static void fill_column(int16_t *col, const int8_t *in, int32_t in_h, int32_t in_w, int32_t in_c, int32_t g,
+   up_y / up_x are 1 where the input is upscaled 2x: odd rows / columns are the zero point.
+   Inlined at both calls below, so the usual call (no upscale) has its own copy without the
+   upscale tests: kws_int8 separate (nothing specialized) 15.22 M -> 14.21 M est. cycles */
+static inline __attribute__((always_inline)) void fill_column(int16_t *col, const int8_t *in, int32_t in_h, int32_t in_w, int32_t in_c, int32_t g,
                         int32_t ck, int32_t kh, int32_t kw, int32_t oy, int32_t ox,
                         const cmsis_nn_conv_params *cp, int32_t depth4, int32_t up_y, int32_t up_x)
 {
@@ -204,8 +206,13 @@ arm_cmsis_nn_status SHIM_CONVOLVE_S8(const cmsis_nn_context *ctx,
             int32_t pending = -1; /* pixel whose column waits in col0 */
             for (int32_t px = 0; px < pixels; px++) {
                 int16_t *col = pending < 0 ? col0 : col1;
-                fill_column(col, in, in_h, in_w, in_c, g, ck, kh, kw, px / out_w, px % out_w, conv_params, depth4,
-                            up_y, up_x);
+                if (up_y | up_x) {
+                    fill_column(col, in, in_h, in_w, in_c, g, ck, kh, kw, px / out_w, px % out_w, conv_params,
+                                depth4, up_y, up_x);
+                } else {
+                    fill_column(col, in, in_h, in_w, in_c, g, ck, kh, kw, px / out_w, px % out_w, conv_params,
+                                depth4, 0, 0);
+                }
                 if (pending < 0) {
                     pending = px;
                     continue;
