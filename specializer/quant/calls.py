@@ -71,7 +71,7 @@ def unsupported(p) -> str | None:
         return None
     if isinstance(p, (PoolParams, AddParams, SoftmaxParams)):
         # their parameter checks (params.py) already keep them inside what the s8 functions
-        # compute exactly: windows that cover a pixel, left_shift >= 16, rows of <= 256
+        # compute exactly: windows that cover a pixel, left_shift >= 16, rows of <= 511
         return None
     return f"no CMSIS-NN lowering for {type(p).__name__}"
 
