@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cmsis_calls, cmsis_calls_act, codegen, entry, fminmax, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
+from . import cmsis_calls, codegen, entry, fminmax, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
+from . import cmsis_calls_act
 from .errors import UserError
 from .files import write_all
 from .manifest import Manifest, Tensor, flat, np_dtype
