@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from . import cmsis_calls, codegen, entry, fminmax, hlo_sites, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
+from . import cmsis_calls_act
 from .errors import UserError
 from .files import write_all
 from .manifest import Manifest, Tensor, flat, np_dtype
@@ -167,7 +168,8 @@ class _Lowering:
         if p is None or CMSIS_NN_TARGET + p["op"] != t.target_name or len(t.results) != 1:
             raise cmsis_calls.NotLowerable(f"custom call '{t.op_name}' ({t.target_name}, '{scope}') "
                                            "names no int8 block the model traced")
-        call = cmsis_calls.lower(scope, p, [_operand(a) for a in t.arguments], _operand(t.results[0]))
+        lower = cmsis_calls_act.lower if p["op"] in cmsis_calls_act.OPS else cmsis_calls.lower
+        call = lower(scope, p, [_operand(a) for a in t.arguments], _operand(t.results[0]))
         self.log.append(f"lowered {scope} ({t.op_name}) onto {call.function}")
         return call
 

@@ -45,6 +45,13 @@ def _layer(params_type: str, quant_type: str) -> tuple[tuple[str, str], ...]:
 
 
 _OUT = ((_DIMS, "output_dims"), ("int8_t *", "output_data"))
+_POOL = (("const cmsis_nn_context *", "ctx"), ("const cmsis_nn_pool_params *", "pool_params"), (_DIMS, "input_dims"),
+         (_S8, "input_data"), (_DIMS, "filter_dims")) + _OUT
+
+
+def _i32(*names: str) -> tuple[tuple[str, str], ...]:
+    return tuple(("const int32_t", n) for n in names)
+
 _STATUS = "arm_cmsis_nn_status"
 
 # Every CMSIS-NN function a captured model or libjit's own kernels call, as v7.0.0 declares it.
@@ -57,6 +64,16 @@ FUNCTIONS = (
     Function("arm_fully_connected_s8", _STATUS,
              _layer("cmsis_nn_fc_params", "cmsis_nn_per_tensor_quant_params") + _OUT),
     Function("arm_fully_connected_s8_get_buffer_size", "int32_t", ((_DIMS, "filter_dims"),)),
+    # the activation blocks (cmsis_calls_act.py)
+    Function("arm_avgpool_s8", _STATUS, _POOL),
+    Function("arm_avgpool_s8_get_buffer_size", "int32_t", (("const int", "dim_dst_width"), ("const int", "ch_src"))),
+    Function("arm_max_pool_s8", _STATUS, _POOL),
+    Function("arm_elementwise_add_s8", _STATUS,
+             ((_S8, "input_1_vect"), (_S8, "input_2_vect")) + _i32("input_1_offset", "input_1_mult", "input_1_shift",
+             "input_2_offset", "input_2_mult", "input_2_shift", "left_shift") + (("int8_t *", "output"),)
+             + _i32("out_offset", "out_mult", "out_shift", "out_activation_min", "out_activation_max", "block_size")),
+    Function("arm_softmax_s8", "void",
+             ((_S8, "input"),) + _i32("num_rows", "row_size", "mult", "shift", "diff_min") + (("int8_t *", "output"),)),
     Function("arm_nn_mat_mult_nt_t_s8_s32", _STATUS,
              ((_S8, "lhs"), (_S8, "rhs"), ("int32_t *", "dst"), ("const int32_t", "lhs_rows"),
               ("const int32_t", "rhs_rows"), ("const int32_t", "rhs_cols"), ("const int32_t", "lhs_offset"),
@@ -73,6 +90,7 @@ LAYOUTS = {
     "cmsis_nn_dw_conv_params": ("input_offset", "output_offset", "ch_mult", "stride.w", "stride.h",
                                 "padding.w", "padding.h", "dilation.w", "dilation.h", "activation.min",
                                 "activation.max"),
+    "cmsis_nn_pool_params": ("stride.w", "stride.h", "padding.w", "padding.h", "activation.min", "activation.max"),
     "cmsis_nn_fc_params": ("input_offset", "filter_offset", "output_offset", "activation.min", "activation.max"),
     "cmsis_nn_per_channel_quant_params": ("multiplier", "shift"),
     "cmsis_nn_per_tensor_quant_params": ("multiplier", "shift"),

@@ -11,7 +11,8 @@ from .tools import shipped
 
 EXAMPLES = ("quadratic", "elementwise", "softmax", "mlp", "loop", "while_loop", "cond",
             "mlp256", "lenet", "kws_dscnn", "anomaly_ae", "mlp_int8", "resnet8",
-            "mobilenet_vww", "mlp256_pruned", "kws_int8")
+            "mobilenet_vww", "mlp256_pruned", "kws_int8", "anomaly_ae_int8", "resnet8_int8",
+            "mobilenet_vww_int8")
 
 
 def example_path(name: str) -> Path:

@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specializer import cmsis_calls
+from specializer import cmsis_calls, cmsis_calls_act, inputs, variants
 from specializer.capture import capture
+from specializer.compare import compare
 from specializer.libcalls import Operand
 from specializer.measure import read_outputs, run_model
 from specializer.thunks import Slice
@@ -60,3 +61,70 @@ def test_mismatch_is_not_lowered():
         cmsis_calls.lower("s", p, [x, w], _op(0, "s8", (1, 3), offset=2))
     with pytest.raises(cmsis_calls.NotLowerable, match="bias"):
         cmsis_calls.lower("s", p, [x, w, _op(3, "s8", (3,))], out)
+
+
+def _consts(fn: str, scope: str, p) -> list[str]:
+    """The constant globals (or call operands) the block's CMSIS-NN call must get."""
+    if p.op in ("avgpool_s8", "max_pool_s8"):
+        (top, _), (left, _) = p.padding
+        fields = [p.stride[1], p.stride[0], left, top, *p.activation]
+        size = cmsis_calls_act.avgpool_s8_buffer_size(p.input_dims[3]) if p.op == "avgpool_s8" else 0
+        ctx = f"{{ ptr @{fn}_scratch, i32 {size} }}" if size else "zeroinitializer"
+        return [f"@{scope}.params = private unnamed_addr constant [6 x i32] [" +
+                ", ".join(f"i32 {v}" for v in fields) + "]",
+                f"@{scope}.filter_dims = private unnamed_addr constant [4 x i32] [i32 1, i32 {p.filter[0]}, "
+                f"i32 {p.filter[1]}, i32 1]",
+                f"@{scope}.output_dims = private unnamed_addr constant [4 x i32] [" +
+                ", ".join(f"i32 {v}" for v in p.output_dims) + "]",
+                f"@{scope}.ctx = private unnamed_addr constant {{ ptr, i32 }} {ctx}"]
+    if p.op == "elementwise_add_s8":
+        return [f"i32 {p.input_1_offset}, i32 {p.input_1_mult}, i32 {p.input_1_shift}, i32 {p.input_2_offset}, "
+                f"i32 {p.input_2_mult}, i32 {p.input_2_shift}, i32 {p.left_shift}, ptr",
+                f"i32 {p.out_offset}, i32 {p.out_mult}, i32 {p.out_shift}, i32 {p.activation[0]}, "
+                f"i32 {p.activation[1]}, i32 {int(np.prod(p.shape))})"]
+    return [f"i32 {p.num_rows}, i32 {p.row_size}, i32 {p.mult}, i32 {p.shift}, i32 {p.diff_min}, ptr"]
+
+
+@pytest.mark.parametrize("fn, block, cmsis_fn, ret", [
+    ("avgpool", "_AVG", "arm_avgpool_s8", "i32"), ("avgpool_global", "_GAP", "arm_avgpool_s8", "i32"),
+    ("maxpool", "_MAX", "arm_max_pool_s8", "i32"), ("add", "_ADD", "arm_elementwise_add_s8", "i32"),
+    ("softmax", "_SOFTMAX", "arm_softmax_s8", "void")])
+def test_activation_block_lowered_and_bit_exact_in_every_variant(fn, block, cmsis_fn, ret, tmp_path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("blocks_model_for_params", MODEL)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    p = getattr(mod, block)
+    c = capture(MODEL, fn, tmp_path / "cap")
+    ir = c.model_ll.read_text()
+    assert ir.count(f"call {ret} @{cmsis_fn}(") == 1
+    assert "define ptr @" not in ir  # no XLA kernel left: the block is the call alone
+    assert [line for line in c.log if line.startswith("lowered ")] == \
+        [f"lowered {p.scope} (ffi_call.1) onto {cmsis_fn}"]
+    for text in _consts(fn, p.scope, p):
+        assert text in ir, text
+    expect = c.manifest.outputs[0].array()
+    assert expect.dtype == np.int8 and len(np.unique(expect)) > 8  # not a saturated constant
+    comp = compare(inputs.load(c.model_ll), tmp_path / "cmp", variants.Options(unroll_candidates=()))
+    assert [r.variant for r in comp.rows] == list(variants.VARIANTS)
+    for r in comp.rows:  # integer outputs: pass means equal to JAX's, value for value
+        assert r.status == "pass", (r.variant, r)
+        assert r.max_abs_err == 0, r.variant
+
+
+def test_activation_block_mismatch_is_not_lowered():
+    p = {"op": "softmax_s8", "num_rows": 2, "row_size": 5, "mult": 1 << 30, "shift": 20, "diff_min": -100}
+    x, out = _op(0, "s8", (2, 5)), _op(1, "s8", (2, 5))
+    call = cmsis_calls_act.lower("s", p, [x], out)
+    assert call.function == "arm_softmax_s8" and call.ret == "void" and call.args[1:6] == (2, 5, 1 << 30, 20, -100)
+    with pytest.raises(cmsis_calls.NotLowerable, match="rows"):
+        cmsis_calls_act.lower("s", p, [_op(0, "s8", (5, 2))], out)
+    with pytest.raises(cmsis_calls.NotLowerable, match="overlaps"):
+        cmsis_calls_act.lower("s", p, [x], _op(0, "s8", (2, 5), offset=4))
+    a = {"op": "elementwise_add_s8", "shape": [1, 6], "input_1_offset": 1, "input_1_mult": 1 << 30,
+         "input_1_shift": 0, "input_2_offset": 2, "input_2_mult": 1 << 30, "input_2_shift": 0, "left_shift": 20,
+         "out_offset": 0, "out_mult": 1 << 30, "out_shift": -19, "activation": [-128, 127]}
+    with pytest.raises(cmsis_calls.NotLowerable, match="input 2"):
+        cmsis_calls_act.lower("s", a, [_op(0, "s8", (1, 6)), _op(1, "s32", (1, 6))], _op(2, "s8", (1, 6)))
+    with pytest.raises(cmsis_calls.NotLowerable, match="want 2"):
+        cmsis_calls_act.lower("s", a, [_op(0, "s8", (1, 6))], _op(2, "s8", (1, 6)))

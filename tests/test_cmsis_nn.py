@@ -692,6 +692,13 @@ def test_shim_kernels_use_dsp_instructions(tmp_path):
                              check=True, capture_output=True, text=True).stdout  # fmt: skip
         ops = [ln.split()[0] for ln in asm.splitlines() if ln.startswith("\t") and ln.split()]
         assert "smlad" in ops and any(o.startswith("sxt") for o in ops), src
+    # average pool and add widen four int8 lanes at a time, the offset added by the same SXTAB16
+    for src in ("arm_avgpool_s8.c", "arm_elementwise_add_s8.c"):
+        asm = subprocess.run([find_tool("clang-19"), *TARGET_CFLAGS, *SHIM_INCLUDES, *libjit._newlib_include(),
+                              "-S", "-o", "-", str(SHIM / "src" / src)],
+                             check=True, capture_output=True, text=True).stdout  # fmt: skip
+        ops = [ln.split()[0] for ln in asm.splitlines() if ln.startswith("\t") and ln.split()]
+        assert "sxtab16" in ops, src
 
 
 # =========================================================================== CMSIS-NN checkout option

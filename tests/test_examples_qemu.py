@@ -7,7 +7,12 @@ from specializer.examples import EXAMPLES
 from specializer.measure import read_outputs, run_model
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+# int8 networks whose capture (JAX's integer reference compiles slowly) and run take minutes; the
+# ops they add are each tested on QEMU in tests/test_cmsis_lowering.py
+SLOW = ("resnet8_int8", "mobilenet_vww_int8")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in EXAMPLES])
 def test_model_matches_jax(name, captured, tmp_path):
     c = captured(name)
     row, result = run_model(c.model_ll, tmp_path)

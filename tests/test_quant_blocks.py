@@ -380,3 +380,11 @@ def test_bad_parameters_are_refused():
                              activation=(-128, 127), multipliers=(1 << 30,), shifts=(-3,))
     with pytest.raises(ValueError, match="filter must be int8"):
         blocks.fully_connected(jnp.zeros((1, 4), jnp.int8), jnp.zeros((3, 4), jnp.int32), None, p)
+
+
+def test_softmax_rows_leave_the_rounding_shift_below_32():
+    # 512 equal values: each exp(0) / 2**12 is 2**19, the sum 2**28 leaves a shift of 32
+    ok = SoftmaxParams(num_rows=1, row_size=511, mult=1 << 30, shift=20, diff_min=-100)
+    assert ok.row_size == 511
+    with pytest.raises(ValueError, match="row size 512 outside"):
+        SoftmaxParams(num_rows=1, row_size=512, mult=1 << 30, shift=20, diff_min=-100)

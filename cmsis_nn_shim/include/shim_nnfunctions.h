@@ -127,6 +127,85 @@ arm_cmsis_nn_status arm_depthwise_conv_s8(const cmsis_nn_context *ctx,
 /* Scratch bytes arm_fully_connected_s8() needs: 0 (the MVE kernel sums are not used here). */
 int32_t arm_fully_connected_s8_get_buffer_size(const cmsis_nn_dims *filter_dims);
 
+/*
+ * s8 average pooling, TFLite semantics (signature as in CMSIS-NN v6.0.0 and v7.0.0).
+ *
+ *   ctx           scratch of arm_avgpool_s8_get_buffer_size() bytes (with the DSP extension
+ *                 ctx->buf must not be NULL)
+ *   pool_params   stride, padding (top/left; bottom/right implied by output_dims), activation
+ *   input_dims    [N, H, W, C], input_data NHWC int8
+ *   filter_dims   [?, HK, WK, ?]: the window
+ *   output_dims   [N, H_OUT, W_OUT, C], output_data NHWC int8 (must not overlap the input)
+ *
+ *   out[n][y][x][c] = clamp(round(sum / count), act.min, act.max) over the count window pixels
+ *   inside the input (padding is not counted), halves rounded away from zero:
+ *   (sum > 0 ? sum + count / 2 : sum - count / 2) / count in C.
+ *
+ * Returns ARM_CMSIS_NN_ARG_ERROR when N < 1, a window covers no pixel, or the buffer is
+ * missing, else ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_avgpool_s8(const cmsis_nn_context *ctx,
+                                   const cmsis_nn_pool_params *pool_params,
+                                   const cmsis_nn_dims *input_dims,
+                                   const int8_t *input_data,
+                                   const cmsis_nn_dims *filter_dims,
+                                   const cmsis_nn_dims *output_dims,
+                                   int8_t *output_data);
+
+/* Scratch bytes arm_avgpool_s8() needs: ch_src * sizeof(int32_t) with the DSP extension, else 0. */
+int32_t arm_avgpool_s8_get_buffer_size(const int dim_dst_width, const int ch_src);
+
+/*
+ * s8 max pooling, TFLite semantics: the largest window pixel inside the input, clamped.
+ * Arguments as arm_avgpool_s8(); ctx is unused. Returns ARM_CMSIS_NN_ARG_ERROR when N < 1.
+ */
+arm_cmsis_nn_status arm_max_pool_s8(const cmsis_nn_context *ctx,
+                                    const cmsis_nn_pool_params *pool_params,
+                                    const cmsis_nn_dims *input_dims,
+                                    const int8_t *input_data,
+                                    const cmsis_nn_dims *filter_dims,
+                                    const cmsis_nn_dims *output_dims,
+                                    int8_t *output_data);
+
+/*
+ * s8 elementwise add of two vectors of block_size values, TFLite semantics:
+ *
+ *   a = requantize((in1 + input_1_offset) << left_shift, input_1_mult, input_1_shift)
+ *   b = requantize((in2 + input_2_offset) << left_shift, input_2_mult, input_2_shift)
+ *   out = clamp(requantize(a + b, out_mult, out_shift) + out_offset, act_min, act_max)
+ *
+ * offsets in [-127, 128] (inputs) and [-128, 127] (output). Returns ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_elementwise_add_s8(const int8_t *input_1_vect,
+                                           const int8_t *input_2_vect,
+                                           const int32_t input_1_offset,
+                                           const int32_t input_1_mult,
+                                           const int32_t input_1_shift,
+                                           const int32_t input_2_offset,
+                                           const int32_t input_2_mult,
+                                           const int32_t input_2_shift,
+                                           const int32_t left_shift,
+                                           int8_t *output,
+                                           const int32_t out_offset,
+                                           const int32_t out_mult,
+                                           const int32_t out_shift,
+                                           const int32_t out_activation_min,
+                                           const int32_t out_activation_max,
+                                           const int32_t block_size);
+
+/*
+ * s8 softmax over num_rows rows of row_size values, TFLite micro's bit-exact algorithm:
+ * mult/shift scale (x - row max) to Q5.26 (shift in [0, 31]), values below diff_min give
+ * exp 0; the output has scale 1/256 and zero point -128.
+ */
+void arm_softmax_s8(const int8_t *input,
+                    const int32_t num_rows,
+                    const int32_t row_size,
+                    const int32_t mult,
+                    const int32_t shift,
+                    const int32_t diff_min,
+                    int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif

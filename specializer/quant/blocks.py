@@ -174,11 +174,28 @@ def _window(p: PoolParams):
     return (1, p.filter[0], p.filter[1], 1), (1, p.stride[0], p.stride[1], 1), ((0, 0), (t, b), (l, r), (0, 0))
 
 
+def _check_pool_output(p: PoolParams) -> None:
+    """output_dims must be what the window gives: CMSIS-NN reads only top/left padding and
+    takes the rest from output_dims, XLA's reduce_window from the padding."""
+    (t, b), (l, r) = p.padding
+    n, h, w, c = p.input_dims
+    want = (n, conv_output_size(h, p.filter[0], p.stride[0], (t, b)),
+            conv_output_size(w, p.filter[1], p.stride[1], (l, r)), c)
+    if tuple(p.output_dims) != want:
+        raise ValueError(f"{p.op}: output_dims {list(p.output_dims)} do not match the window "
+                         f"(input {list(p.input_dims)}, filter {list(p.filter)}, stride {list(p.stride)}, "
+                         f"padding {[list(q) for q in p.padding]} give {list(want)})")
+
+
 def avg_pool(x, p: PoolParams):
     """arm_avgpool_s8: the sum over the window's valid pixels divided by their count, halves
     rounded away from zero (C division of sum +- count/2), then clamped."""
     _check(x, p.input_dims, jnp.int8, "input", p)
+    _check_pool_output(p)
     counts = _valid_counts(p)
+    lowered = calls.call(p, p.output_dims, x)
+    if lowered is not None:
+        return lowered
     dims, strides, pads = _window(p)
     with jax.named_scope(p.scope):
         s = lax.reduce_window(x.astype(jnp.int32), jnp.int32(0), lax.add, dims, strides, pads)
@@ -190,7 +207,11 @@ def avg_pool(x, p: PoolParams):
 def max_pool(x, p: PoolParams):
     """arm_max_pool_s8: the largest valid pixel of the window, then clamped."""
     _check(x, p.input_dims, jnp.int8, "input", p)
+    _check_pool_output(p)
     _valid_counts(p)
+    lowered = calls.call(p, p.output_dims, x)
+    if lowered is not None:
+        return lowered
     dims, strides, pads = _window(p)
     with jax.named_scope(p.scope):
         # -128 padding never wins over a valid pixel, so padding is effectively excluded
@@ -203,6 +224,9 @@ def add(x1, x2, p: AddParams):
     summed, requantized to the output, offset, clamped."""
     _check(x1, p.shape, jnp.int8, "input 1", p)
     _check(x2, p.shape, jnp.int8, "input 2", p)
+    lowered = calls.call(p, p.shape, x1, x2)
+    if lowered is not None:
+        return lowered
     with jax.named_scope(p.scope):
         a = (x1.astype(jnp.int32) + p.input_1_offset) << p.left_shift
         b = (x2.astype(jnp.int32) + p.input_2_offset) << p.left_shift
@@ -219,6 +243,9 @@ def softmax(x, p: SoftmaxParams):
     if x.dtype != jnp.int8 or x.shape[-1] != p.row_size or x.size != p.num_rows * p.row_size:
         raise ValueError(f"{p.op}: input must be int8 with {p.num_rows} rows of {p.row_size}, "
                          f"got {x.dtype}{list(x.shape)}")
+    lowered = calls.call(p, x.shape, x)
+    if lowered is not None:
+        return lowered
     with jax.named_scope(p.scope):
         xi = x.astype(jnp.int32)
         diff = xi - jnp.max(xi, axis=-1, keepdims=True)

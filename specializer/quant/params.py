@@ -192,9 +192,10 @@ class SoftmaxParams(_Block):
     diff_min: int
 
     def __post_init__(self):
-        # the sum of 2**19-scaled exponentials must leave 4 bits of headroom (shift <= 31)
-        if not 1 <= self.row_size <= 512:
-            raise ValueError(f"{self.op}: row size {self.row_size} outside [1, 512]")
+        # the row's sum of exponentials (each <= 2**19) must stay below 2**28 (4 bits of
+        # headroom), so the final rounding shift (35 - headroom) stays <= 31: rows of at most 511 values
+        if not 1 <= self.row_size <= 511:
+            raise ValueError(f"{self.op}: row size {self.row_size} outside [1, 511]")
         _check_quant((self.mult,), (0,), 1, self.op)
         if not 0 <= self.shift <= 30 or self.diff_min > 0:
             raise ValueError(f"{self.op}: shift {self.shift} outside [0, 30] or diff_min {self.diff_min} > 0")

@@ -5,7 +5,9 @@ import numpy as np
 
 from specializer.quant import blocks
 from specializer.quant.fixedpoint import quantize_multiplier
-from specializer.quant.params import ConvParams, DepthwiseParams, FullyConnectedParams
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams,
+                                      PoolParams)
+from specializer.quant.ptq import softmax_params
 
 _rng = np.random.default_rng(11)
 
@@ -115,3 +117,80 @@ def pointwise(x, w, b):
 
 pointwise.example_inputs = {"x": _i8(1, 6, 5, 8)}
 pointwise.weights = {"w": _i8(7, 1, 1, 8), "b": _rng.integers(-3000, 3000, 7).astype(np.int32)}
+
+
+# ---------------------------------------------------------------- blocks without weights
+
+def _pool_params(kind: str, input_dims, filt, stride, padding, activation):
+    n, h, w, c = input_dims
+    out = (n, blocks.conv_output_size(h, filt[0], stride[0], padding[0]),
+           blocks.conv_output_size(w, filt[1], stride[1], padding[1]), c)
+    return PoolParams(kind=kind, input_dims=input_dims, filter=filt, output_dims=out, stride=stride,
+                      padding=padding, activation=activation)
+
+
+# 6 channels: one group of 4, then 2; padding on every side, stride 2
+_AVG = _pool_params("avg", (1, 9, 7, 6), (3, 3), (2, 2), ((1, 2), (2, 1)), (-100, 120))
+# 17 x 16 = 272 pixels: over the 256 the 16-bit sums hold, so the int32 scratch path
+_GAP = _pool_params("avg", (2, 17, 16, 7), (17, 16), (1, 1), ((0, 0), (0, 0)), (-128, 127))
+_MAX = _pool_params("max", (1, 8, 7, 7), (2, 3), (2, 2), ((1, 0), (1, 1)), (-50, 100))
+
+
+def avgpool(x):
+    return blocks.avg_pool(x, _AVG)
+
+
+avgpool.example_inputs = {"x": _i8(1, 9, 7, 6)}
+avgpool.weights = {}
+
+
+def avgpool_global(x):
+    return blocks.avg_pool(x, _GAP)
+
+
+# a bias toward positive values so the window means spread over a few dozen values
+avgpool_global.example_inputs = {"x": np.clip(_rng.normal(0, 60, (2, 17, 16, 7)) +
+                                             np.arange(7) * 10 - 30, -128, 127).astype(np.int8)}
+avgpool_global.weights = {}
+
+
+def maxpool(x):
+    return blocks.max_pool(x, _MAX)
+
+
+maxpool.example_inputs = {"x": _i8(1, 8, 7, 7)}
+maxpool.weights = {}
+
+
+def _add_params():
+    # TFLite's int8 add: inputs rescaled to twice the larger input scale, left_shift 20
+    s1, s2, so = 0.05, 0.031, 0.07
+    twice = 2 * max(s1, s2)
+    m1, sh1 = quantize_multiplier(s1 / twice)
+    m2, sh2 = quantize_multiplier(s2 / twice)
+    mo, sho = quantize_multiplier(twice / ((1 << 20) * so))
+    return AddParams(shape=(1, 5, 3, 7), input_1_offset=9, input_1_mult=m1, input_1_shift=sh1,
+                     input_2_offset=-17, input_2_mult=m2, input_2_shift=sh2, left_shift=20,
+                     out_offset=-3, out_mult=mo, out_shift=sho, activation=(-128, 110))
+
+
+_ADD = _add_params()
+
+
+def add(x1, x2):
+    # 105 values: 26 words, then one
+    return blocks.add(x1, x2, _ADD)
+
+
+add.example_inputs = {"x1": _i8(1, 5, 3, 7), "x2": _i8(1, 5, 3, 7)}
+add.weights = {}
+
+_SOFTMAX = softmax_params(0.0625, 3, 10)
+
+
+def softmax(x):
+    return blocks.softmax(x, _SOFTMAX)
+
+
+softmax.example_inputs = {"x": _i8(3, 10)}
+softmax.weights = {}
