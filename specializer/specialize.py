@@ -1,12 +1,12 @@
 """Call-site specialization: clone a callee for the constant arguments of its call sites.
 
 For every call of a defined function that passes constant arguments, a clone
-``@<callee>__spec<N>`` takes only the remaining (non-constant) arguments; its body is one call
+``@<callee>.spec.<hash>`` takes only the remaining (non-constant) arguments; its body is one call
 of the original with the constants in place, marked ``alwaysinline``, so the always-inliner
 later puts the callee's body into the clone where constant propagation folds it. The call
 site is rewritten to call the clone. Call sites with the same callee and the same constants
-share one clone. N counts clones per callee in the order of their first call site in the
-module.
+share one clone. The hash is of the callee and its constants only (`clone_name`), so a clone
+keeps its name when other call sites come or go.
 
 Modes:
 
@@ -35,6 +35,7 @@ printed again, so it is canonical and byte-identical for the same input.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -54,7 +55,9 @@ _ADDRESS_KINDS = {
     llvm.ValueKind.constant_data_array, llvm.ValueKind.constant_data_vector,
     llvm.ValueKind.constant_array, llvm.ValueKind.constant_struct, llvm.ValueKind.constant_vector,
 }
-_SPEC_SUFFIX = re.compile(r"(__spec\d+)+$")
+# a clone's suffix: ".spec." + HASH_DIGITS hex digits (+ ".<n>" when that name was taken)
+_SPEC_SUFFIX = re.compile(r"(\.spec\.[0-9a-f]{8}(\.\d+)?)+$")
+HASH_DIGITS = 8
 _SCALAR_TYPE = re.compile(r"^(i\d+|half|bfloat|float|double)$")
 _BARE_NAME = re.compile(r"^[-a-zA-Z$._][-a-zA-Z$._0-9]*$")
 _GLOBAL_REF = re.compile(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)')
@@ -205,6 +208,28 @@ class Specialized:
                 out.append(f"    size: clone adds {s.clone_bytes} bytes; callee {s.callee_bytes} bytes "
                            "(with the functions it calls)")
         return "\n".join(out) + "\n"
+
+
+def constants_text(const) -> str:
+    """The canonical text of a call's constant arguments ("0: i32 16\n2: ptr @w"), what a clone's
+    name is a hash of."""
+    return "\n".join(f"{a.index}: {a.value}" for a in const)
+
+
+def clone_name(callee: str, const, taken=frozenset()) -> str:
+    """`<root>.spec.<hash>`: root is the callee with any clone suffix dropped (a clone's clone is
+    `f.spec.<h2>`, not `f.spec.<h1>.spec.<h2>`); the hash is of the callee's full name and the
+    constants, so the name depends on nothing else (not on call-site order: editing one layer
+    renames no other layer's clones). A name already in `taken` gets `.2`, `.3`, ... (in
+    call-site order, the only order-dependent part, for a hash collision or for the same callee
+    and constants specialized again in a later round)."""
+    digest = hashlib.sha256(f"{callee}\0{constants_text(const)}".encode()).hexdigest()[:HASH_DIGITS]
+    root = _SPEC_SUFFIX.sub("", callee) or callee
+    name, n = f"{root}.spec.{digest}", 1
+    while name in taken:
+        n += 1
+        name = f"{root}.spec.{digest}.{n}"
+    return name
 
 
 def merge(rounds: list[Specialized]) -> Specialized:
@@ -663,19 +688,13 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
     calls = [c for c in planner.calls() if _site_key(c.caller, c.callee, c.const) not in skip]
 
     clones: dict[tuple, _Clone] = {}
-    per_callee: dict[str, int] = {}
     taken = set(m.functions) | set(reserved)
     for call in calls:
         if call.problem:
             continue
         key = (call.callee, tuple((a.index, a.value) for a in call.const))
         if key not in clones:
-            root = _SPEC_SUFFIX.sub("", call.callee) or call.callee  # a clone's clone: f__spec2, not f__spec0__spec0
-            n = per_callee.get(root, 0)
-            while f"{root}__spec{n}" in taken:
-                n += 1
-            per_callee[root] = n + 1
-            name = f"{root}__spec{n}"
+            name = clone_name(call.callee, call.const, taken)
             taken.add(name)
             clones[key] = _Clone(name, call.callee, key, call)
         clones[key].sites.append(call)
