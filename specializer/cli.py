@@ -19,6 +19,8 @@ specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.l
 specialize examples [NAME ...]             capture and run the bundled example models
 specialize diff BASE.json NEW.json         compare two reports (flash, RAM, instructions, est. cycles);
                                            --fail-on cycles:+2%,flash:+1% exits 1 on a regression
+specialize diff-ir A B                     what changed between two modules (.ll files or build
+                                           directories), function by function
 specialize bundle FILE.ll -o DIR          one variant (default all-args) as an object, static library,
                                            C header and example main.c for a firmware
 specialize --version                       print the version
@@ -370,6 +372,42 @@ def _diff(argv: list[str]) -> int:
     return 1 if d.regressed else 0
 
 
+DIFF_IR_EPILOG = """\
+A, B: .ll files, or a variant's build directory (its optimized.ll, or --stage's). Both are
+rendered as diff-oriented text (what a build writes as *.diff.ll: name order, stable value
+names, attribute groups inlined, metadata named by content, big initializers summarized), and
+types, globals and functions are paired by name: one line per added, removed or changed one,
+then a unified diff of each changed one. A specialization.json next to a .ll labels the clones.
+exit status: 0 (whatever changed); 2 bad input (one line on stderr).
+"""
+
+
+def _diff_ir(argv: list[str]) -> int:
+    from . import diffir
+
+    p = argparse.ArgumentParser(prog="specialize diff-ir", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=DIFF_IR_EPILOG,
+                                description="Show what changed between two LLVM modules, function by function.")
+    p.add_argument("a", metavar="A", help="the old module: a .ll file or a build directory")
+    p.add_argument("b", metavar="B", help="the new module: a .ll file or a build directory")
+    p.add_argument("--stage", choices=diffir.STAGES, default="optimized",
+                   help="which module of a build directory (default optimized)")
+    p.add_argument("-U", "--unified", type=int, default=3, metavar="N", help="lines of context (default 3)")
+    p.add_argument("--names-only", action="store_true", help="list what changed, without the diffs")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    a = p.parse_args(argv)
+    if a.unified < 0:
+        p.error("-U must be >= 0")
+    left, right = diffir.load(Path(a.a), a.stage), diffir.load(Path(a.b), a.stage)
+    d = diffir.compare(left, right, a.a, a.b, a.unified)
+    text = diffir.render(d, a.names_only)
+    if a.output:
+        Path(a.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _version() -> str:
     """The package's version and the pinned versions its output depends on (as LLVM tools print theirs)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -406,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         print(_version(), end="")
         return 0
     if argv and argv[0] == "help":  # `specialize help [COMMAND]`, as git and LLVM tools have it
-        commands = {"run": _run, "capture": _capture, "examples": _examples, "diff": _diff, "bundle": _bundle}
+        commands = {"run": _run, "capture": _capture, "examples": _examples, "diff": _diff, "bundle": _bundle,
+                    "diff-ir": _diff_ir}
         if len(argv) == 1:
             print(USAGE, end="")
             return 0
@@ -420,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] == "diff":
             return _diff(argv[1:])
+        if argv and argv[0] == "diff-ir":
+            return _diff_ir(argv[1:])
         if argv and argv[0] == "capture":
             return _capture(argv[1:])
         if argv and argv[0] == "examples":

@@ -28,8 +28,9 @@ Artifacts (text, byte-identical when the same input is built twice):
 `linked.ll` (linked, internalized, dead code dropped: what the specializer sees),
 `specialized.ll` (after the last specialization round, before the final constprop and O2;
 rounds after the first see the constprop of the ones before), `optimized.ll`, and
-`specialization.log` / `specialization.json`. `separate` writes `optimized.ll` of the model
-module alone. The unroll threshold applies to the specializing variants only: `separate` and
+`specialization.log` / `specialization.json`, and next to each `.ll` its diff-oriented text
+(`optimized.diff.ll`, ...: difftext.py). `separate` writes `optimized.ll` of the model module
+alone. The unroll threshold applies to the specializing variants only: `separate` and
 `lto` are what LLVM's defaults give.
 """
 
@@ -44,7 +45,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 
-from . import bufalias, cmsis, codegen, ir, libjit, passes, relayout, zeroweights
+from . import bufalias, cmsis, codegen, difftext, ir, libjit, passes, relayout, zeroweights
 from .errors import UserError
 from .inputs import Model
 from .retarget import FLASH_BYTES
@@ -105,6 +106,12 @@ class Build:
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def _write_ir(path: Path, text: str, spec: Specialized | None = None) -> Path:
+    """A module's text and, next to it, its diff-oriented text (difftext.py; `spec`'s clones labeled)."""
+    difftext.write(difftext.diff_path(path), text, path.name, difftext.clone_notes(spec.sites) if spec else None)
+    return _write(path, text)
 
 
 def _library(ctx=None) -> llvm.ModuleRef:
@@ -312,22 +319,22 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
     if variant == "separate":
         mod = ir.parse(model.text, str(model.path))
         passes.optimize(mod)
-        _write(out_dir / "optimized.ll", str(mod))
+        _write_ir(out_dir / "optimized.ll", str(mod))
         lib = _library()
         passes.optimize(lib)
         objs = (_emit(mod, out_dir / "model.o", data_sections), _emit(lib, out_dir / "libjit.o", data_sections=True))
         return Build(variant, out_dir, objs)
 
     o = optimized(model, variant, options)
-    _write(out_dir / "linked.ll", o.linked)
+    _write_ir(out_dir / "linked.ll", o.linked)
     if o.spec is None:
-        _write(out_dir / "optimized.ll", str(o.module))
+        _write_ir(out_dir / "optimized.ll", str(o.module))
         return Build(variant, out_dir, (_emit(o.module, out_dir / "model.o", data_sections),))
-    _write(out_dir / "specialized.ll", o.spec.text)
+    _write_ir(out_dir / "specialized.ll", o.spec.text, o.spec)
     _write(out_dir / "specialization.log", o.log_text())
     _write(out_dir / "specialization.json", o.spec.log_json())
     if o.relaid:
         _write(out_dir / "relayout.json", json.dumps([asdict(r) for r in o.relaid], indent=1, sort_keys=True) + "\n")
     mod, spec = o.module, o.spec
-    _write(out_dir / "optimized.ll", str(mod))
+    _write_ir(out_dir / "optimized.ll", str(mod), spec)
     return Build(variant, out_dir, (_emit(mod, out_dir / "model.o", data_sections),), spec)

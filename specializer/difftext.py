@@ -1,0 +1,376 @@
+"""A module as text made for reading and diffing (`*.diff.ll` next to every `*.ll` a build writes).
+
+LLVM's printed IR is noisy to diff between variants or builds: function order follows the
+module, unnamed values are numbered `%0 %1 ...` through the whole function, attribute groups
+and metadata are numbered `#N` / `!N` module-wide, and a weight array is one line of
+megabytes. This text is the same module with
+
+* globals, then functions (declarations and definitions), each in name order;
+* unnamed values named per function: arguments `%arg<i>`, blocks `%bb<i>`, instructions
+  `%<op>.<n>` counted per opcode (a call: per callee, `%expf.2`), so an instruction added to
+  one function renames nothing in another, and only later values of its own kind in its own;
+* attribute groups written out where they are used (`define ... nounwind "target-cpu"=...`);
+* metadata named by content (`!m.<hash>`; distinct nodes of equal content, such as loop IDs,
+  get `.<function>.<k>`), listed at the end in name order;
+* initializers of globals over SUMMARY_BYTES replaced by `...` and a comment with type, shape,
+  bytes and a hash of the initializer's text;
+* the `; ModuleID` and `source_filename` lines dropped (they name the file, not the code);
+* a comment above a function saying what it is, when the caller knows (a specialized clone:
+  the constants it was made for).
+
+It is for people and for `specialize diff-ir`, not for LLVM: it does not parse back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from . import ir
+
+SUMMARY_BYTES = 256  # a global initializer larger than this is summarized, not printed
+HEADER = ("; diff-oriented text (specializer/difftext.py): for reading and diffing, not for parsing back.\n"
+          "; Name order; %arg<i> %bb<i> %<op>.<n> for unnamed values; attribute groups inlined;\n"
+          f"; metadata named by content (!m.<hash>); initializers over {SUMMARY_BYTES} bytes summarized.\n")
+
+_GLOBAL_NAME = re.compile(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)')
+_FN_NAME = re.compile(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)\(')
+_ATTR_GROUP = re.compile(r"^attributes #(\d+) = \{ (.*) \}$")
+_MD_NODE = re.compile(r"^!(\d+) = (.*)$")
+_NAMED_MD = re.compile(r"^!([-a-zA-Z$._][-a-zA-Z$._0-9]*) = (.*)$")
+_MD_REF = re.compile(r"!(\d+)\b")
+_ATTR_REF = re.compile(r" #(\d+)\b")
+_SHORT_OPS = {"getelementptr": "gep"}
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One named piece of the module: a global, a function, a named type, or the metadata."""
+    kind: str  # "type" | "global" | "function" | "metadata"
+    name: str  # as written: "@f", "%struct.T", "metadata"
+    text: str  # its lines, each ending in a newline
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.kind, self.name
+
+
+@dataclass(frozen=True)
+class DiffText:
+    header: str  # target lines (triple, datalayout), module asm, comdats
+    entities: tuple[Entity, ...]  # types, globals, functions (each in name order), then metadata
+
+    def text(self) -> str:
+        out, last = [HEADER, self.header], None
+        for e in self.entities:
+            if e.kind != last or e.kind in ("function", "metadata"):
+                out.append("\n")  # a blank line before each function and between kinds
+            out.append(e.text)
+            last = e.kind
+        return "".join(out)
+
+
+def _unquote(ref: str) -> str:
+    if ref.startswith('"'):
+        return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), ref[1:-1])
+    return ref
+
+
+def _outside_strings(line: str, pattern: re.Pattern, repl) -> str:
+    """`pattern.sub(repl, ...)` on the parts of `line` outside string literals (LLVM escapes a
+    quote inside a string as \\22, so quotes pair up)."""
+    parts = line.split('"')
+    for i in range(0, len(parts), 2):
+        parts[i] = pattern.sub(repl, parts[i])
+    return '"'.join(parts)
+
+
+def _hash(text: str, digits: int = 8) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:digits]
+
+
+# --------------------------------------------------------------------------- local names
+
+
+def _stem(inst: llvm.ValueRef) -> str:
+    op = inst.opcode
+    if op in ("call", "invoke", "callbr"):
+        target = list(inst.operands)[-1]
+        if target.value_kind == llvm.ValueKind.function and target.name:
+            name = target.name
+            if name.startswith("llvm."):  # llvm.fmuladd.f32 -> fmuladd
+                name = name.split(".")[1]
+            return re.sub(r"\.spec\.[0-9a-f]{8}(\.\d+)?", "", name)
+    return _SHORT_OPS.get(op, op)
+
+
+def name_locals(mod: llvm.ModuleRef) -> None:
+    """Give every unnamed argument, block and value-producing instruction a name (see the
+    module docstring); names a function already has are kept and never reused."""
+    for i, g in enumerate(mod.global_variables):
+        if not g.name:  # @0, @1: numbered module-wide; named by content instead
+            g.name = "anon." + _hash(str(g).split("=", 1)[1])
+    for fn in mod.functions:
+        if fn.is_declaration:
+            continue
+        args = list(fn.arguments)
+        blocks = list(fn.blocks)
+        insts = [i for b in blocks for i in b.instructions]
+        taken = {v.name for v in (*args, *blocks, *insts) if v.name}
+        counts: dict[str, int] = {}
+
+        def fresh(stem: str) -> str:
+            while True:
+                counts[stem] = counts.get(stem, 0) + 1
+                name = f"{stem}.{counts[stem]}"
+                if name not in taken:
+                    taken.add(name)
+                    return name
+
+        for i, a in enumerate(args):
+            if not a.name:
+                name = f"arg{i}"
+                a.name = name if name not in taken else fresh(name)
+                taken.add(a.name)
+        for i, b in enumerate(blocks):
+            if not b.name:
+                name = f"bb{i}"
+                b.name = name if name not in taken else fresh(name)
+                taken.add(b.name)
+        for inst in insts:
+            if not inst.name and str(inst.type) != "void":
+                inst.name = fresh(_stem(inst))
+
+
+# --------------------------------------------------------------------------- big initializers
+
+
+def _span_end(line: str, start: int) -> int:
+    """Where the constant starting at `start` ends: at the first top-level ', ' or the line's end."""
+    depth, i, in_str = 0, start, False
+    while i < len(line):
+        ch = line[i]
+        if in_str:
+            in_str = ch != '"'
+        elif ch == '"':
+            in_str = True
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return i
+        i += 1
+    return i
+
+
+def _shape(ty: str) -> str:
+    """`[16 x [32 x float]]` -> `float[16x32]`; other types as they are."""
+    dims = []
+    while m := re.match(r"^\[(\d+) x (.*)\]$", ty):
+        dims.append(m.group(1))
+        ty = m.group(2)
+    return f"{ty}[{'x'.join(dims)}]" if dims else ty
+
+
+def _summarize(line: str, ty: str, nbytes: int) -> str:
+    """The global's line with its initializer replaced by `...` and described in a comment."""
+    at = -1
+    for kw in (" constant ", " global "):
+        at = line.find(f"{kw}{ty} ")
+        if at >= 0:
+            at += len(kw) + len(ty) + 1
+            break
+    if at < 0 or nbytes <= SUMMARY_BYTES:
+        return line
+    end = _span_end(line, at)
+    init = line[at:end]
+    if init in ("zeroinitializer", "undef", "poison") or not init:
+        return line
+    return (f"{line[:at]}...{line[end:]}  ; initializer summarized: {_shape(ty)}, {nbytes} bytes, "
+            f"sha256 {_hash(init, 16)} of its text")
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+def _metadata_names(nodes: dict[str, str], first_use: dict[str, str]) -> dict[str, str]:
+    """Number -> `m.<hash>` from each node's content with the nodes it refers to replaced by
+    their own content hashes (a node's reference to itself, as in loop IDs, as `!self`).
+    Distinct nodes of equal content are told apart by the entity that uses them first and
+    their order there: `m.<hash>.<entity>.<k>`."""
+    memo: dict[str, str] = {}
+
+    def content(n: str, stack: tuple) -> str:
+        if n in memo:
+            return memo[n]
+        if n not in nodes:
+            return "!" + n
+
+        def ref(m: re.Match) -> str:
+            r = m.group(1)
+            if r == n:
+                return "!self"
+            if r in stack:
+                return "!cycle"
+            return "!" + _hash(content(r, stack + (n,)))
+
+        memo[n] = _outside_strings(nodes[n], _MD_REF, ref)
+        return memo[n]
+
+    hashed = {n: _hash(content(n, ())) for n in nodes}
+    groups: dict[str, list[str]] = {}
+    for n in sorted(nodes, key=int):
+        groups.setdefault(hashed[n], []).append(n)
+    names = {}
+    for h, members in groups.items():
+        if len(members) == 1:
+            names[members[0]] = f"m.{h}"
+            continue
+        per_entity: dict[str, int] = {}
+        # in order of first use (entities are visited in name order), then number
+        order = sorted(members, key=lambda n: (n not in first_use, first_use.get(n, ""), int(n)))
+        for n in order:
+            where = re.sub(r"[^-\w.$]", "_", first_use.get(n, "module"))
+            per_entity[where] = per_entity.get(where, 0) + 1
+            names[n] = f"m.{h}.{where}.{per_entity[where]}"
+    return names
+
+
+# --------------------------------------------------------------------------- the text
+
+
+def _pieces(text: str):
+    """Top-level pieces of LLVM's printed module: (kind, lines)."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("define "):
+            j = i
+            while lines[j] != "}":
+                j += 1
+            yield "define", lines[i:j + 1]
+            i = j + 1
+            continue
+        if line.startswith("declare "):
+            yield "declare", [line]
+        elif line.startswith("@"):
+            yield "global", [line]
+        elif line.startswith("%") and " = type " in line:
+            yield "type", [line]
+        elif line.startswith("attributes #"):
+            yield "attributes", [line]
+        elif line.startswith("!"):
+            yield "metadata", [line]
+        elif line.startswith(("target ", "module asm", "$")):
+            yield "header", [line]
+        # ; ModuleID, source_filename, ; Function Attrs (inlined instead), blank lines: dropped
+        i += 1
+
+
+def render(text: str, where: str = "module.ll", notes: dict[str, list[str]] | None = None) -> DiffText:
+    """The diff-oriented text of the module `text`. notes: function name -> comment lines
+    (without '; ') put above its definition."""
+    return render_module(ir.parse(text, where), notes)
+
+
+def render_module(mod: llvm.ModuleRef, notes: dict[str, list[str]] | None = None) -> DiffText:
+    """`render` of a parsed module (which gets its unnamed values named on the way)."""
+    name_locals(mod)
+    td = llvm.create_target_data(mod.data_layout)
+    sizes = {g.name: (str(g.global_value_type), td.get_abi_size(g.global_value_type))
+             for g in mod.global_variables if not g.is_declaration}
+    printed = str(mod)
+
+    header, attrs, nodes, named = [], {}, {}, []
+    raw: list[Entity] = []
+    for kind, lines in _pieces(printed):
+        first = lines[0]
+        if kind == "header":
+            header.append(first)
+        elif kind == "attributes":
+            m = _ATTR_GROUP.match(first)
+            attrs[m.group(1)] = m.group(2)
+        elif kind == "metadata":
+            m = _MD_NODE.match(first)
+            if m:
+                nodes[m.group(1)] = m.group(2)
+            else:
+                named.append(first)
+        elif kind == "type":
+            raw.append(Entity("type", first.split(" = ", 1)[0], first))
+        elif kind == "global":
+            name = _unquote(_GLOBAL_NAME.match(first).group(1))
+            line = _summarize(first, *sizes[name]) if name in sizes else first
+            raw.append(Entity("global", "@" + name, line))
+        else:
+            name = _unquote(_FN_NAME.search(first).group(1))
+            raw.append(Entity("function", "@" + name, "\n".join(lines)))
+    order = {"type": 0, "global": 1, "function": 2}
+    raw.sort(key=lambda e: (order[e.kind], e.name))
+
+    def inline_attrs(m: re.Match) -> str:
+        return " " + attrs.get(m.group(1), "#" + m.group(1))
+
+    first_use: dict[str, str] = {}
+    for e in raw:
+        for ln in e.text.split("\n"):
+            def note(m: re.Match, e=e) -> str:
+                first_use.setdefault(m.group(1), e.name.lstrip("@%"))
+                return m.group(0)
+            _outside_strings(ln, _MD_REF, note)
+    md = _metadata_names(nodes, first_use)
+
+    def md_ref(m: re.Match) -> str:
+        return "!" + md.get(m.group(1), m.group(1))
+
+    def clean(line: str) -> str:
+        return _outside_strings(_outside_strings(line, _ATTR_REF, inline_attrs), _MD_REF, md_ref)
+
+    entities = []
+    for e in raw:
+        lines = [clean(ln) for ln in e.text.split("\n")]
+        if e.kind == "function" and notes and e.name[1:] in notes:
+            lines = [f"; {n}" for n in notes[e.name[1:]]] + lines
+        entities.append(Entity(e.kind, e.name, "\n".join(lines) + "\n"))
+    if nodes or named:
+        md_lines = sorted(f"!{md[n]} = {_outside_strings(body, _MD_REF, md_ref)}" for n, body in nodes.items())
+        named_lines = sorted(clean(ln) for ln in named)
+        entities.append(Entity("metadata", "metadata", "\n".join(named_lines + md_lines) + "\n"))
+    return DiffText("\n".join(header) + "\n" if header else "", tuple(entities))
+
+
+def clone_notes(sites) -> dict[str, list[str]]:
+    """Comment lines for each clone a specialization made (specialize.Site, or the dicts of
+    specialization.json): its callee, round and the constants it was made for."""
+    notes: dict[str, list[str]] = {}
+    for s in sites:
+        s = s if isinstance(s, dict) else asdict(s)
+        clone = s.get("clone")
+        if not clone or clone in notes or s.get("status") == "refused":
+            continue
+        lines = [f"specialized clone of @{s['callee']} (round {s['round']}) for the constants:"]
+        for a in s["const"]:
+            # the caller's local name of a stack object is no part of what the clone is
+            summary = re.sub(r"^stack object %\S+ ", "stack object ", a["summary"])
+            lines.append(f"  arg {a['index']} = {summary}")
+        notes[clone] = lines
+    return notes
+
+
+def write(path: Path, text: str, where: str = "", notes: dict[str, list[str]] | None = None) -> Path:
+    """Write the diff-oriented text of the module `text` to `path`."""
+    path = Path(path)
+    path.write_text(render(text, where or path.name, notes).text())
+    return path
+
+
+def diff_path(ll: Path) -> Path:
+    """optimized.ll -> optimized.diff.ll"""
+    ll = Path(ll)
+    return ll.with_name(ll.stem + ".diff.ll")
