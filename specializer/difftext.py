@@ -10,8 +10,8 @@ megabytes. This text is the same module with
   `%<op>.<n>` counted per opcode (a call: per callee, `%expf.2`), so an instruction added to
   one function renames nothing in another, and only later values of its own kind in its own;
 * attribute groups written out where they are used (`define ... nounwind "target-cpu"=...`);
-* metadata named by content (`!m.<hash>`; distinct nodes of equal content, such as loop IDs,
-  get `.<function>.<k>`), listed at the end in name order;
+* metadata named by content (`!m.<hash>`, distinct nodes `!d.<hash>`: loop IDs of equal
+  properties print as one), listed at the end in name order;
 * initializers of globals over SUMMARY_BYTES replaced by `...` and a comment with type, shape,
   bytes and a hash of the initializer's text;
 * the `; ModuleID` and `source_filename` lines dropped (they name the file, not the code);
@@ -35,7 +35,8 @@ from . import ir
 SUMMARY_BYTES = 256  # a global initializer larger than this is summarized, not printed
 HEADER = ("; diff-oriented text (specializer/difftext.py): for reading and diffing, not for parsing back.\n"
           "; Name order; %arg<i> %bb<i> %<op>.<n> for unnamed values; attribute groups inlined;\n"
-          f"; metadata named by content (!m.<hash>); initializers over {SUMMARY_BYTES} bytes summarized.\n")
+          f"; metadata named by content (!m.<hash>, distinct !d.<hash>); initializers over {SUMMARY_BYTES} "
+          "bytes summarized.\n")
 
 _GLOBAL_NAME = re.compile(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)')
 _FN_NAME = re.compile(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)\(')
@@ -198,11 +199,12 @@ def _summarize(line: str, ty: str, nbytes: int) -> str:
 # --------------------------------------------------------------------------- metadata
 
 
-def _metadata_names(nodes: dict[str, str], first_use: dict[str, str]) -> dict[str, str]:
+def _metadata_names(nodes: dict[str, str]) -> dict[str, str]:
     """Number -> `m.<hash>` from each node's content with the nodes it refers to replaced by
     their own content hashes (a node's reference to itself, as in loop IDs, as `!self`).
-    Distinct nodes of equal content are told apart by the entity that uses them first and
-    their order there: `m.<hash>.<entity>.<k>`."""
+    Distinct nodes are `d.<hash>`; those of equal content (loop IDs: one per loop, the same
+    properties) print as one, since which loops share an ID is nothing a reader diffs, and a
+    loop added to one function then renames none in another."""
     memo: dict[str, str] = {}
 
     def content(n: str, stack: tuple) -> str:
@@ -222,23 +224,7 @@ def _metadata_names(nodes: dict[str, str], first_use: dict[str, str]) -> dict[st
         memo[n] = _outside_strings(nodes[n], _MD_REF, ref)
         return memo[n]
 
-    hashed = {n: _hash(content(n, ())) for n in nodes}
-    groups: dict[str, list[str]] = {}
-    for n in sorted(nodes, key=int):
-        groups.setdefault(hashed[n], []).append(n)
-    names = {}
-    for h, members in groups.items():
-        if len(members) == 1:
-            names[members[0]] = f"m.{h}"
-            continue
-        per_entity: dict[str, int] = {}
-        # in order of first use (entities are visited in name order), then number
-        order = sorted(members, key=lambda n: (n not in first_use, first_use.get(n, ""), int(n)))
-        for n in order:
-            where = re.sub(r"[^-\w.$]", "_", first_use.get(n, "module"))
-            per_entity[where] = per_entity.get(where, 0) + 1
-            names[n] = f"m.{h}.{where}.{per_entity[where]}"
-    return names
+    return {n: ("d." if nodes[n].startswith("distinct ") else "m.") + _hash(content(n, ())) for n in nodes}
 
 
 # --------------------------------------------------------------------------- the text
@@ -317,14 +303,7 @@ def render_module(mod: llvm.ModuleRef, notes: dict[str, list[str]] | None = None
     def inline_attrs(m: re.Match) -> str:
         return " " + attrs.get(m.group(1), "#" + m.group(1))
 
-    first_use: dict[str, str] = {}
-    for e in raw:
-        for ln in e.text.split("\n"):
-            def note(m: re.Match, e=e) -> str:
-                first_use.setdefault(m.group(1), e.name.lstrip("@%"))
-                return m.group(0)
-            _outside_strings(ln, _MD_REF, note)
-    md = _metadata_names(nodes, first_use)
+    md = _metadata_names(nodes)
 
     def md_ref(m: re.Match) -> str:
         return "!" + md.get(m.group(1), m.group(1))
@@ -339,7 +318,7 @@ def render_module(mod: llvm.ModuleRef, notes: dict[str, list[str]] | None = None
             lines = [f"; {n}" for n in notes[e.name[1:]]] + lines
         entities.append(Entity(e.kind, e.name, "\n".join(lines) + "\n"))
     if nodes or named:
-        md_lines = sorted(f"!{md[n]} = {_outside_strings(body, _MD_REF, md_ref)}" for n, body in nodes.items())
+        md_lines = sorted({f"!{md[n]} = {_outside_strings(body, _MD_REF, md_ref)}" for n, body in nodes.items()})
         named_lines = sorted(clean(ln) for ln in named)
         entities.append(Entity("metadata", "metadata", "\n".join(named_lines + md_lines) + "\n"))
     return DiffText("\n".join(header) + "\n" if header else "", tuple(entities))
