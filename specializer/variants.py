@@ -256,7 +256,8 @@ def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | Non
         spec = specialize(text, mode, max_growth=options.max_growth, flash_budget=options.flash_budget,
                           sizer=lambda t: code_sizes(t, threshold, options.pre_unroll), shapes=shapes, where=where,
                           round=r, first_number=number, skip=skip,
-                          reserved=frozenset(c for x in rounds for c in x.clones))
+                          reserved=frozenset(c for x in rounds for c in x.clones),
+                          earlier=tuple(s for x in rounds for s in x.sites))
         rounds.append(spec)
         text = spec.text
         skip = skip | spec.refused_keys()

@@ -150,8 +150,23 @@ def test_clone_name_collision_gets_a_number():
     assert first == "relu.spec.c4722f32"
     assert clone_name("relu", const, {first}) == first + ".2"
     assert clone_name("relu", const, {first, first + ".2"}) == first + ".3"
-    # a clone's clone is named after the original callee, with the clone's name in the hash
+    # a clone whose lineage is unknown is named after its root, with its own name in the hash
     assert clone_name(first, const).startswith("relu.spec.") and clone_name(first, const) != first
+
+
+def test_a_clones_clone_is_named_by_everything_it_fixes():
+    """f with arg 2 fixed in round 1, then arg 0 of that clone in round 2, is f with args 0 and 2
+    fixed: the same name as one round fixing both (no matter which round found which)."""
+    from specializer.specialize import ConstArg, Site, clone_name, lineage
+
+    first = Site(1, 1, "run", "f", 3, (ConstArg(2, "i32 1", "i32 1"),), "kept", "f.spec.0000aaaa")
+    history = lineage([first])
+    assert history["f.spec.0000aaaa"] == ("f", ((2, "i32 1"),), (0, 1))
+    two_rounds = clone_name("f.spec.0000aaaa", (ConstArg(0, "ptr @w", "@w"),), history=history)
+    one_round = clone_name("f", (ConstArg(0, "ptr @w", "@w"), ConstArg(2, "i32 1", "i32 1")))
+    assert two_rounds == one_round and two_rounds.startswith("f.spec.")
+    # arg 1 of the clone is f's arg 1: another name
+    assert clone_name("f.spec.0000aaaa", (ConstArg(1, "ptr @w", "@w"),), history=history) != one_round
 
 
 def test_budget_needs_a_sizer_and_a_positive_factor():
