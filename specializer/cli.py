@@ -171,7 +171,7 @@ flash budget (--flash-budget BYTES): the same scratch build, unrolled as O2 unro
 candidate clone; when its code + initialized data exceed BYTES, the clones that add the most
 code are refused one by one until it fits, each with a log line saying so.
 
-artifacts in DIR/<variant>/: linked.ll, specialized.ll, optimized.ll, specialization.log and
+artifacts in DIR/<variant>/: linked.ll, specialized.ll, optimized.ll (each with a .diff.ll), specialization.log and
 .json, profile.txt and .json (per function: instructions, est. cycles), firmware.elf;
 DIR/report.md and DIR/report.json hold the comparison.
 """
