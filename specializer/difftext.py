@@ -143,30 +143,28 @@ def name_locals(mod: llvm.ModuleRef) -> None:
                 b.name = name if name not in taken else fresh(name)
                 taken.add(b.name)
         for inst in insts:
-            if not inst.name and str(inst.type) != "void":
+            if not inst.name and inst.type.type_kind != llvm.TypeKind.void:
                 inst.name = fresh(_stem(inst))
 
 
 # --------------------------------------------------------------------------- big initializers
 
 
-def _span_end(line: str, start: int) -> int:
-    """Where the constant starting at `start` ends: at the first top-level ', ' or the line's end."""
-    depth, i, in_str = 0, start, False
-    while i < len(line):
-        ch = line[i]
-        if in_str:
-            in_str = ch != '"'
-        elif ch == '"':
-            in_str = True
-        elif ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            return i
-        i += 1
-    return i
+# what may follow a global's initializer, each after ", " (LLVM's printed order)
+_GLOBAL_TAIL = re.compile(r'^(align \d+|section "[^"]*"|partition "[^"]*"|comdat(\(\$[^)]*\))?|code_model "[^"]*"|'
+                          r'no_sanitize\w*|sanitize_\w+|![-a-zA-Z$._0-9]+ !\S+)$')
+
+
+def _initializer_end(line: str, start: int) -> int:
+    """Where the initializer starting at `start` ends: before the trailing `, align 4`-style
+    pieces (peeled off from the end, so a megabyte of array text is never scanned in Python)."""
+    group = re.search(r" #\d+$", line[-16:])  # an attribute group, after everything else
+    end = len(line) - (len(group.group(0)) if group else 0)
+    while True:
+        at = line.rfind(", ", start, end)
+        if at < 0 or not _GLOBAL_TAIL.match(line[at + 2:end]):
+            return end
+        end = at
 
 
 def _shape(ty: str) -> str:
@@ -188,7 +186,7 @@ def _summarize(line: str, ty: str, nbytes: int) -> str:
             break
     if at < 0 or nbytes <= SUMMARY_BYTES:
         return line
-    end = _span_end(line, at)
+    end = _initializer_end(line, at)
     init = line[at:end]
     if init in ("zeroinitializer", "undef", "poison") or not init:
         return line

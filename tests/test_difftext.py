@@ -55,6 +55,15 @@ def test_big_initializers_are_summarized_with_a_content_hash():
     assert "i32 63]" in one["@small"]  # 256 bytes: printed
 
 
+def test_a_summary_keeps_what_follows_the_initializer():
+    arr = "[" + ", ".join(f"i32 {i}" for i in range(100)) + "]"
+    text = MODULE.replace("\n@small", f'\n@g = internal constant [100 x i32] {arr}, section ".rodata.g", align 4, '
+                                       f'!x !0 #0\n@small')
+    (g,) = [e.text for e in difftext.render(text).entities if e.name == "@g"]
+    assert g.startswith('@g = internal constant [100 x i32] ..., section ".rodata.g", align 4, !x !m.')
+    assert ' nounwind  ; initializer summarized: i32[100], 400 bytes, sha256 ' in g
+
+
 def test_clones_say_what_they_were_made_for():
     site = Site(1, 1, "run", "zeta", 1, (ConstArg(0, "i32 3", "i32 3"),), "kept", "zeta.spec.0123abcd")
     stack = Site(2, 2, "run", "alpha", 2, (ConstArg(1, "ptr <{ i32 1 }>", "stack object %5 (4 bytes, constant) = "
