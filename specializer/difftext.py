@@ -324,19 +324,28 @@ def render_module(mod: llvm.ModuleRef, notes: dict[str, list[str]] | None = None
 
 def clone_notes(sites) -> dict[str, list[str]]:
     """Comment lines for each clone a specialization made (specialize.Site, or the dicts of
-    specialization.json): its callee, round and the constants it was made for."""
+    specialization.json): the function it specializes and every constant it fixes there. A
+    clone's clone (a later round's clone of a clone) is shown as what it is, the original
+    function with the constants of every round at the original's argument positions (what its
+    name is a hash of: specialize.clone_name)."""
     notes: dict[str, list[str]] = {}
+    origin: dict[str, tuple[str, dict, tuple]] = {}  # clone -> (original, {position: summary}, own parameters)
     for s in sites:
         s = s if isinstance(s, dict) else asdict(s)
         clone = s.get("clone")
         if not clone or clone in notes or s.get("status") == "refused":
             continue
-        lines = [f"specialized clone of @{s['callee']} (round {s['round']}) for the constants:"]
+        root, fixed, kept = origin.get(s["callee"], (s["callee"], {}, tuple(range(s["nargs"]))))
+        fixed = dict(fixed)
         for a in s["const"]:
             # the caller's local name of a stack object is no part of what the clone is
-            summary = re.sub(r"^stack object %\S+ ", "stack object ", a["summary"])
-            lines.append(f"  arg {a['index']} = {summary}")
-        notes[clone] = lines
+            fixed[kept[a["index"]]] = re.sub(r"^stack object %\S+ ", "stack object ", a["summary"])
+        here = {a["index"] for a in s["const"]}
+        origin[clone] = (root, fixed, tuple(k for i, k in enumerate(kept) if i not in here))
+        # not which clone it was cloned from: that depends on what earlier rounds found, the
+        # clone (and its name) only on the constants
+        notes[clone] = ([f"specialized clone of @{root} for the constants:"]
+                        + [f"  arg {i} = {fixed[i]}" for i in sorted(fixed)])
     return notes
 
 

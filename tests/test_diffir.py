@@ -116,7 +116,7 @@ def test_cli_prints_the_changes_and_exits_0(builds, tmp_path):
     assert len(r.stdout.splitlines()) == 3
     # the clones are labeled from specialization.json
     text = (builds["base"] / "optimized.diff.ll").read_text()
-    assert "; specialized clone of @libjit_matmul_f32 (round 1) for the constants:" in text
+    assert "; specialized clone of @libjit_matmul_f32 for the constants:" in text
 
 
 @pytest.mark.parametrize("case", ["missing", "empty_dir", "difftext", "syntax"])

@@ -68,9 +68,13 @@ def test_clones_say_what_they_were_made_for():
     site = Site(1, 1, "run", "zeta", 1, (ConstArg(0, "i32 3", "i32 3"),), "kept", "zeta.spec.0123abcd")
     stack = Site(2, 2, "run", "alpha", 2, (ConstArg(1, "ptr <{ i32 1 }>", "stack object %5 (4 bytes, constant) = "
                                                    "<{ i32 1 }>", init="<{ i32 1 }>"),), "kept", "alpha.spec.1")
-    notes = difftext.clone_notes([site, stack])
-    assert notes["zeta.spec.0123abcd"] == ["specialized clone of @zeta (round 1) for the constants:", "  arg 0 = i32 3"]
+    # round 2 clones alpha.spec.1's (alpha's arg 0) with constant arg 0: alpha with args 0 and 1 fixed
+    again = Site(3, 2, "run", "alpha.spec.1", 1, (ConstArg(0, "i32 7", "i32 7"),), "kept", "alpha.spec.2")
+    notes = difftext.clone_notes([site, stack, again])
+    assert notes["zeta.spec.0123abcd"] == ["specialized clone of @zeta for the constants:", "  arg 0 = i32 3"]
     assert notes["alpha.spec.1"][1] == "  arg 1 = stack object (4 bytes, constant) = <{ i32 1 }>"
+    assert notes["alpha.spec.2"] == ["specialized clone of @alpha for the constants:", "  arg 0 = i32 7",
+                                     "  arg 1 = stack object (4 bytes, constant) = <{ i32 1 }>"]
     text = difftext.render(MODULE, notes={"zeta": notes["zeta.spec.0123abcd"]}).text()
-    assert ("; specialized clone of @zeta (round 1) for the constants:\n;   arg 0 = i32 3\n"
+    assert ("; specialized clone of @zeta for the constants:\n;   arg 0 = i32 3\n"
             "define i32 @zeta(") in text
