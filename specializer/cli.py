@@ -402,7 +402,10 @@ def _diff_ir(argv: list[str]) -> int:
     d = diffir.compare(left, right, a.a, a.b, a.unified)
     text = diffir.render(d, a.names_only)
     if a.output:
-        Path(a.output).write_text(text)
+        try:
+            Path(a.output).write_text(text)
+        except OSError as e:
+            raise UserError(f"{a.output}: cannot write: {e.strerror}") from None
     else:
         sys.stdout.write(text)
     return 0

@@ -135,3 +135,12 @@ def test_bad_input_is_one_line(tmp_path, case):
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("specialize: error: ") and want in lines[0], r.stderr
+
+
+def test_unwritable_output_is_one_line(tmp_path):
+    good = tmp_path / "good.ll"
+    good.write_text('target triple = "thumbv7em-unknown-none-eabihf"\ndefine void @f() {\n  ret void\n}\n')
+    r = subprocess.run([*SPECIALIZE, "diff-ir", good, good, "-o", tmp_path / "no" / "out.txt"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        f"specialize: error: {tmp_path / 'no' / 'out.txt'}: cannot write: No such file or directory"]
