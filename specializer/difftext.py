@@ -112,7 +112,7 @@ def _stem(inst: llvm.ValueRef) -> str:
 def name_locals(mod: llvm.ModuleRef) -> None:
     """Give every unnamed argument, block and value-producing instruction a name (see the
     module docstring); names a function already has are kept and never reused."""
-    for i, g in enumerate(mod.global_variables):
+    for g in mod.global_variables:
         if not g.name:  # @0, @1: numbered module-wide; named by content instead
             g.name = "anon." + _hash(str(g).split("=", 1)[1])
     for fn in mod.functions:
