@@ -35,6 +35,8 @@ EDITS = {
     # layer 1: 80% of the weights zero, so all-args re-lays them out for a sparse kernel: the
     # layer calls another kernel and its matmul clone is gone (with numbered clones, every
     # later layer's clone was renamed)
+    # layer 3: 5 outputs instead of 4
+    "w3": 'mlp3.weights["w3"] = np.concatenate([mlp3.weights["w3"], mlp3.weights["w3"][:, :1]], axis=1)\n',
     "w1": 'mlp3.weights["w1"] = np.where(np.arange(128).reshape(8, 16) % 5 == 0, mlp3.weights["w1"], 0)'
           '.astype(np.float32)\n',
 }
@@ -80,6 +82,19 @@ def test_new_weights_in_one_layer_change_only_that_layer(builds):
     assert {status for status, _ in got} == {"changed"}
 
 
+def test_a_wider_last_layer_changes_only_the_last_layer(builds):
+    got = changes(builds["base"], builds["w3"])
+    layer3 = {"@" + c for c in layer_clones(builds["base"], "mlp3_w_w3") | layer_clones(builds["w3"], "mlp3_w_w3")}
+    assert any(s == "removed" and n in layer3 for s, n in got) and any(s == "added" and n in layer3 for s, n in got)
+    assert ("changed", "@mlp3_out0") in got  # the output buffer is 20 bytes now
+    for status, name in got:
+        assert name in layer3 or name.startswith("@mlp3_w_w3") or name in ("@mlp3_out0", "@mlp3_run"), (status, name)
+    # the entry changed only where it calls layer 3 and copies its output
+    run = got[("changed", "@mlp3_run")].diff.splitlines()
+    edits = [ln for ln in run if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    assert edits and all(any(c in ln for c in layer3 | {"@mlp3_out0"}) for ln in edits), edits
+
+
 def test_a_pruned_first_layer_changes_only_the_first_layer(builds):
     base, edited = builds["base"], builds["w1"]
     layer1 = {"@" + c for c in layer_clones(base, "mlp3_w_w1") | layer_clones(edited, "mlp3_w_w1")}
@@ -98,6 +113,8 @@ def test_other_layers_clones_keep_their_names(builds):
     for weight in ("mlp3_w_w2", "mlp3_w_w3"):
         names = {k: layer_clones(d, weight) for k, d in builds.items()}
         assert names["base"] and names["base"] == names["w1"] == names["w2"], (weight, names)
+    for weight in ("mlp3_w_w1", "mlp3_w_w2"):  # and layers 1 and 2 when layer 3 grows
+        assert layer_clones(builds["base"], weight) == layer_clones(builds["w3"], weight)
     got = changes(builds["base"], builds["w1"])
     later = layer_clones(builds["base"], "mlp3_w_w2") | layer_clones(builds["base"], "mlp3_w_w3")
     assert not {"@" + c for c in later} & {name for _, name in got}
