@@ -19,10 +19,10 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# The venv is rebuilt when pyproject.toml changes (a stamp holds its hash).
+# The venv is rebuilt when pyproject.toml or setup.py changes (a stamp holds their hash).
 venv="$root/.venv"
 stamp="$venv/.specializer-stamp"
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+want="$(cat pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
 if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
 fi

@@ -14,12 +14,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from . import cmsis_calls, codegen, entry, fminmax, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
+from . import cmsis_calls, codegen, entry, fminmax, hlo_sites, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
 from .errors import UserError
 from .files import write_all
 from .manifest import Manifest, Tensor, flat, np_dtype
@@ -191,21 +191,21 @@ class _Lowering:
                     continue
                 call = self.dot_kernel(t)
                 if call is not None:
-                    out.append(call)
+                    out.append(replace(call, op=t.op_name))
                     continue
                 args = tuple(self.slice(a.slice) for a in t.arguments + t.results)
-                out.append(Kernel(t.kernel_name, args, tuple(t.num_workgroups)))
+                out.append(Kernel(t.kernel_name, args, tuple(t.num_workgroups), op=t.op_name))
             elif isinstance(t, xe.DotThunk):
-                out.append(libcalls.lower_dot(t.op_name, _operand(t.lhs), _operand(t.rhs), _operand(t.out),
-                                              dict(t.dot_dimensions)))
+                out.append(replace(libcalls.lower_dot(t.op_name, _operand(t.lhs), _operand(t.rhs), _operand(t.out),
+                                                      dict(t.dot_dimensions)), op=t.op_name))
             elif isinstance(t, xe.ConvolutionThunk):
-                out.append(libcalls.lower_conv(t.op_name, _operand(t.input), _operand(t.kernel),
-                                               _operand(t.output), dict(t.dimension_numbers), t.window,
-                                               t.feature_group_count or 1))
+                out.append(replace(libcalls.lower_conv(t.op_name, _operand(t.input), _operand(t.kernel),
+                                                       _operand(t.output), dict(t.dimension_numbers), t.window,
+                                                       t.feature_group_count or 1), op=t.op_name))
             elif isinstance(t, xe.CopyThunk):
                 if t.src.shape and t.dst.shape and t.src.shape != t.dst.shape:
                     raise self.unsupported(t)  # a layout-changing copy is a transpose
-                out.append(Copy(self.slice(t.src.slice), self.slice(t.dst.slice)))
+                out.append(Copy(self.slice(t.src.slice), self.slice(t.dst.slice), op=t.op_name))
             elif isinstance(t, xe.WhileThunk):
                 out.append(While(self.sequence(t.cond_sequence), self.slice(t.cond_buffer),
                                  self.sequence(t.body_sequence), t.trip_count))
@@ -216,7 +216,7 @@ class _Lowering:
             elif isinstance(t, xe.CallThunk):
                 out.extend(self.sequence(t.called_sequence))
             elif isinstance(t, xe.CustomCallThunk) and t.target_name.startswith(CMSIS_NN_TARGET):
-                out.append(self.cmsis_nn_call(t))
+                out.append(replace(self.cmsis_nn_call(t), op=t.op_name))
             else:
                 raise self.unsupported(t)
         return tuple(out)
@@ -317,8 +317,9 @@ def _io_arrays(workdir: Path, meta: dict) -> dict[str, np.ndarray]:
     return io
 
 
-def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[str, Manifest, list[str]]:
-    """(module text, manifest, log lines). Raises cmsis_calls.NotLowerable when an int8 block's
+def build_module(workdir: Path, function: str, xla_dots: bool = False,
+                 source: Path | None = None) -> tuple[str, Manifest, list[str], hlo_sites.HloMap]:
+    """(module text, manifest, log lines, the HLO instruction behind each call). Raises cmsis_calls.NotLowerable when an int8 block's
     custom call cannot become its CMSIS-NN call."""
     meta = json.loads((workdir / "io.json").read_text())
     blocks, log = {}, []
@@ -359,7 +360,8 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
     plan = memplan.plan(prefix, exe.allocations, params, values, constants, output_allocs,
                         scratch=_scratch_bytes(thunks))
     entry_name = f"{prefix}_run"
-    entry_ir = entry.generate(entry_name, thunks, plan)
+    calls: list[tuple[str, str]] = []
+    entry_ir = entry.generate(entry_name, thunks, plan, calls)
 
     header = f'target datalayout = "{DATALAYOUT}"\ntarget triple = "{TRIPLE}"\n\n'
     modules = [codegen.parse(f"; ModuleID = '{prefix}'\n" + header + entry_ir, f"{prefix}.entry.ll")]
@@ -403,7 +405,7 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False) -> tuple[
     floats = [np.abs(o).max() for o in finite if o.size]
     atol = max([1e-6] + [float(np.float32(m * 0.1)) for m in floats])
     manifest = Manifest(function, entry_name, inputs, tuple(outputs), weights, meta["versions"], atol=atol)
-    return str(linked), manifest, log
+    return str(linked), manifest, log, hlo_sites.build(dump, calls, source)
 
 
 def _op_phrase(dump: Dump, op_names: list[str], base: str) -> str:
@@ -452,13 +454,13 @@ def capture(source: Path, function: str, out_dir: Path, ir_dots: bool = False,
         flags = IR_DOT_FLAGS if ir_dots else []
         run_worker(source, function, work, flags, timeout)
         try:
-            text, manifest, log = build_module(work, function, xla_dots=ir_dots)
+            text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots, source=source)
         except cmsis_calls.NotLowerable as e:
             # every block back to XLA's own code, which computes it exactly
             shutil.rmtree(work)
             work.mkdir()
             run_worker(source, function, work, flags, timeout, lower_int8=False)
-            text, manifest, log = build_module(work, function, xla_dots=ir_dots)
+            text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots, source=source)
             log = [f"kept XLA's code for every int8 block: {e}"] + log
     try:
         manifest_text = manifest.dumps()  # before anything is written: both files or neither
@@ -466,7 +468,7 @@ def capture(source: Path, function: str, out_dir: Path, ir_dots: bool = False,
         raise UserError(f"capture: cannot write model.json: {e}") from None
     out_dir.mkdir(parents=True, exist_ok=True)
     ll, js = out_dir / "model.ll", out_dir / "model.json"
-    files = [(ll, text), (js, manifest_text)]
+    files = [(ll, text), (js, manifest_text), (out_dir / hlo_sites.FILE_NAME, hlo.dumps())]
     if log:
         files.append((out_dir / "capture.log", "".join(f"capture: {line}\n" for line in log)))
     else:  # a log from an earlier capture into this directory would describe another model

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -14,15 +15,21 @@ USAGE = """\
 specialize [--all-args] FILE.ll [-o DIR]   build the variants (separate, lto, llvm-funcspec, dims[, all-args]),
                                            run each on QEMU, print the comparison; artifacts in DIR
 specialize [--all-args] FILE.ll -S -o OUT  write the optimized specialized module (no run)
-specialize run DIR/model.ll                build the lto variant, run it on QEMU, print one row
+specialize run DIR/model.ll                build the lto variant, run it on QEMU, print one row;
+                                           --profile: cost per kernel and HLO op (--mca: llvm-mca)
+specialize run FILE.ll --entry NAME        call NAME (no arguments) of any module on QEMU: its return
+                                           value, instructions, est. cycles, flash, RAM and stack
 specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.ll + DIR/model.json
 specialize examples [NAME ...]             capture and run the bundled example models
 specialize diff BASE.json NEW.json         compare two reports (flash, RAM, instructions, est. cycles);
                                            --fail-on cycles:+2%,flash:+1% exits 1 on a regression
 specialize diff-ir A B                     what changed between two modules (.ll files or build
                                            directories), function by function
-specialize bundle FILE.ll -o DIR          one variant (default all-args) as an object, static library,
+specialize bundle FILE.ll -o DIR           one variant (default all-args) as an object, static library,
                                            C header and example main.c for a firmware
+specialize --print-pipeline [--all-args]   each variant's pass pipeline as text, one line per variant
+specialize opt -passes=TEXT IN.ll -o OUT   run a pass pipeline on a .ll (a build's linked.ll with its
+                                           pipeline.txt gives its optimized.ll); 'specialize help opt'
 specialize --version                       print the version
 
 FILE.ll: a captured model.ll (model.json next to it), or an XLA CPU kernel dump *.ir-no-opt.ll
@@ -72,21 +79,85 @@ def _run(argv: list[str]) -> int:
                                             "+ kernels in one module, internalized, O2), run it on QEMU, "
                                             "measure it.")
     p.add_argument("model", metavar="model.ll")
+    p.add_argument("--entry", metavar="NAME",
+                   help="call the function NAME of any module instead of a captured model's entry: no arguments, "
+                        "returning void, i1, i8, i16, i32, i64, float, double or ptr; prints the value it returns")
+    p.add_argument("--max-insns", type=int, default=None, metavar="N",
+                   help="with --entry: stop the call after N instructions as a hang (default 1,000,000,000)")
     p.add_argument("--json", action="store_true", help="print the row as JSON")
     p.add_argument("--method", choices=["plugin", "icount"], default="plugin",
                    help="instruction counting: QEMU TCG plugin (default) or the -icount FPGAIO counter")
     p.add_argument("--timeout", type=float, default=120, help="seconds before a run counts as a hang")
     p.add_argument("--keep", metavar="DIR", help="keep the build (object, ELF, harness) in DIR")
+    p.add_argument("--profile", action="store_true",
+                   help="also print the profile per kernel and HLO instruction (op_name, source line), from "
+                        "line-table debug info (the code is the same); profile.txt/.json in --keep DIR")
+    p.add_argument("--mca", action="store_true",
+                   help="with --profile: add llvm-mca's Cortex-M4 cycle estimate of the same blocks")
     a = p.parse_args(argv)
     from .measure import run_model
 
     model = Path(a.model)
     if not model.is_file():
         raise UserError(f"{model}: no such file")
+    if a.entry is not None:
+        if a.profile or a.mca:
+            raise UserError("--profile applies to captured models, not --entry runs")
+        return _run_entry(model, a)
+    if a.max_insns is not None:
+        raise UserError("--max-insns applies to --entry runs only")
+    if (a.profile or a.mca) and a.method != "plugin":
+        raise UserError("--profile needs the QEMU plugin's block profile: drop --method icount")
+    if a.mca and not a.profile:
+        raise UserError("--mca is a column of the profile: add --profile")
     with tempfile.TemporaryDirectory(prefix="specializer-build-") as tmp:
-        row, _ = run_model(model, Path(a.keep or tmp), method=a.method, timeout=a.timeout)
-    print(json.dumps(row.as_dict(), indent=1, sort_keys=True) if a.json else _table([row]))
+        if a.profile:
+            from . import hloprofile
+
+            p_ = hloprofile.profile_model(model, Path(a.keep or tmp), timeout=a.timeout, mca=a.mca)
+            row = p_.row
+        else:
+            row, _ = run_model(model, Path(a.keep or tmp), method=a.method, timeout=a.timeout)
+    if a.json:
+        out = row.as_dict()
+        if a.profile:
+            out["profile"] = json.loads(hloprofile.as_json(p_.rows, p_.hlo))
+        print(json.dumps(out, indent=1, sort_keys=True))
+    else:
+        print(_table([row]))
+        if a.profile:
+            if p_.hlo is None:
+                print(f"\nno {model.with_name('hlo.json')}: rows name kernels, not HLO instructions "
+                      "(capture the model again)")
+            print("\n" + hloprofile.table(p_.rows) + hloprofile.NOTE)
     return 0 if row.status == "pass" else 1
+
+ENTRY_NOTE = """\
+the lto build of the module (with the kernels it calls, internalized but for NAME, O2);
+flash: code, constants, .data's image and the libc/libm it reaches; RAM: .data + .bss + peak stack;
+instructions: QEMU-counted, the call only; est. cycles: TRM-weighted; --json: the breakdown"""
+
+
+def _run_entry(path: Path, a) -> int:
+    from . import inputs
+    from .rawrun import DEFAULT_MAX_INSNS, run_entry
+    from .report import github_table
+
+    model = inputs.load(path)
+    warn = lambda text: print(f"specialize: {text}", file=sys.stderr, flush=True)  # noqa: E731
+    with tempfile.TemporaryDirectory(prefix="specializer-build-") as tmp:
+        row = run_entry(model, a.entry, Path(a.keep or tmp), method=a.method, timeout=a.timeout,
+                        max_insns=DEFAULT_MAX_INSNS if a.max_insns is None else a.max_insns, warn=warn)
+    if a.json:
+        print(json.dumps(row.as_dict(), indent=1, sort_keys=True))
+        return 0
+    headers = ["entry", "returned", "flash", "RAM", "stack", "instructions", "est. cycles"]
+    value = row.returns if row.value is None else f"{row.returns} {row.value}"
+    body = [[row.entry, value, *map(str, (row.flash, row.ram, row.stack, row.insns)),
+             "n/a" if row.cycles is None else str(row.cycles)]]
+    print(github_table(body, headers, ("left", "left") + ("right",) * 5) + "\n" + ENTRY_NOTE)
+    return 0
+
 
 BUNDLE_EPILOG = """\
 DIR receives:
@@ -171,9 +242,14 @@ flash budget (--flash-budget BYTES): the same scratch build, unrolled as O2 unro
 candidate clone; when its code + initialized data exceed BYTES, the clones that add the most
 code are refused one by one until it fits, each with a log line saying so.
 
-artifacts in DIR/<variant>/: linked.ll, specialized.ll, optimized.ll (each with a .diff.ll), specialization.log and
-.json, profile.txt and .json (per function: instructions, est. cycles), firmware.elf;
-DIR/report.md and DIR/report.json hold the comparison.
+pass pipelines: each variant is the pass pipeline --print-pipeline prints ('specialize help opt'
+lists the passes); 'relayout' (all-args) re-lays out weights in the model before 'link' joins it
+with the kernels. pipeline.txt holds the steps after 'link': 'specialize opt
+-passes="$(cat DIR/<variant>/pipeline.txt)" DIR/<variant>/linked.ll' gives its optimized.ll.
+
+artifacts in DIR/<variant>/: linked.ll, pipeline.txt, specialized.ll, optimized.ll (each .ll
+with a .diff.ll), specialization.log and .json, profile.txt and .json (per function:
+instructions, est. cycles), firmware.elf; DIR/report.md and DIR/report.json hold the comparison.
 """
 
 
@@ -222,8 +298,8 @@ def _specialize(argv: list[str]) -> int:
         prog="specialize", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SPECIALIZE_EPILOG,
         description="Specialize a model's calls on their constant arguments, build it against the libjit "
                     "kernels for Cortex-M4, run every variant on QEMU and compare sizes and cycles.")
-    p.add_argument("model", metavar="FILE.ll", help="captured model.ll (model.json next to it) or an XLA "
-                   "*.ir-no-opt.ll kernel module")
+    p.add_argument("model", metavar="FILE.ll", nargs="?", help="captured model.ll (model.json next to it) or an "
+                   "XLA *.ir-no-opt.ll kernel module")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--all-args", dest="mode", action="store_const", const="all-args", default="dims",
                       help="specialize every constant argument (addresses, weights, frames) and add the "
@@ -260,6 +336,10 @@ def _specialize(argv: list[str]) -> int:
                    help="write one artifact of the selected mode's build instead of comparing: optimized IR, "
                         "IR right after specialization, assembly, or an object file")
     p.add_argument("--log", metavar="FILE", help="with -S/--emit: also write the specialization log to FILE")
+    p.add_argument("--print-pipeline", action="store_true",
+                   help="print each variant's pass pipeline ('VARIANT: TEXT', one line each; with the "
+                        "default --unroll-threshold auto one line per threshold tried) and stop; FILE.ll is "
+                        "optional ('specialize help opt' lists the passes)")
     p.add_argument("--method", choices=["plugin", "icount"], default="plugin",
                    help="instruction counting: QEMU TCG plugin (default) or the -icount FPGAIO counter")
     p.add_argument("--timeout", type=float, default=120, help="seconds before a run counts as a hang")
@@ -274,9 +354,6 @@ def _specialize(argv: list[str]) -> int:
 
     options = variants.Options(max_growth=a.max_growth, unroll_threshold=threshold, rounds=a.rounds,
                                pre_unroll=a.pre_unroll, flash_budget=a.flash_budget, unroll_candidates=candidates)
-    model = inputs.load(Path(a.model))
-    if a.emit:
-        return _emit(model, a, options)
     if a.variants:
         which = tuple(v.strip() for v in a.variants.split(",") if v.strip())
         bad = [v for v in which if v not in VARIANTS]
@@ -284,6 +361,14 @@ def _specialize(argv: list[str]) -> int:
             raise UserError(f"unknown variant '{bad[0] if bad else a.variants}' (have: {', '.join(VARIANTS)})")
     else:
         which = ("separate", "lto", "llvm-funcspec", "dims") + (("all-args",) if a.mode == "all-args" else ())
+    if a.model is None and not a.print_pipeline:
+        p.error("the following arguments are required: FILE.ll")
+    model = inputs.load(Path(a.model)) if a.model else None
+    if a.print_pipeline:
+        sys.stdout.write(_pipelines(model, which, options))
+        return 0
+    if a.emit:
+        return _emit(model, a, options)
     path = Path(a.model)
     out = Path(a.output) if a.output else path.with_name("variants" if path.name == "model.ll"
                                                          else model.name + ".variants")
@@ -295,9 +380,31 @@ def _specialize(argv: list[str]) -> int:
         print(report.json_text(c), end="")
     else:
         print(report.table(c, title=False) + report.NOTE)
-        print(f"artifacts: {out}/<variant>/\n  (linked.ll, specialized.ll, optimized.ll, specialization.log, "
-              "profile.txt)")
+        print(f"artifacts: {out}/<variant>/\n  (linked.ll, pipeline.txt, specialized.ll, optimized.ll, "
+              "specialization.log, profile.txt)")
     return 0 if c.passed else 1
+
+
+def _pipelines(model, which: tuple, options) -> str:
+    """'VARIANT: PIPELINE' per variant; with several unroll thresholds to measure, one line per
+    threshold ('dims (auto, 1000): ...'), as a comparison builds them."""
+    from dataclasses import replace
+
+    from . import pipeline, variants
+    from .compare import _thresholds
+
+    lines = []
+    for v in which:
+        if model is not None:
+            tried = _thresholds(model, v, options)
+        else:  # no model: as for a captured one
+            tried = tuple(options.unroll_candidates) if v in ("dims", "all-args") and options.unroll_candidates \
+                else (options.unroll_threshold,)
+        for t in tried:
+            label = v if len(tried) == 1 else f"{v} (auto, {t or 'llvm'})"
+            text = pipeline.to_text(variants.pipeline_for(v, replace(options, unroll_threshold=t)))
+            lines.append(f"{label}: {text}\n")
+    return "".join(lines)
 
 
 def _emit(model, a, options) -> int:
@@ -411,6 +518,62 @@ def _diff_ir(argv: list[str]) -> int:
     return 0
 
 
+OPT_EPILOG = """\
+A pipeline is PASS or PASS{OPTION=VALUE,...}, comma-separated: 'O2', 'specialize{mode=all-args,rounds=4}'
+(an option left out takes its default). 'specialize --print-pipeline' prints each variant's.
+Stages: 'relayout' acts on the model before it is linked (IN.ll is then a model.ll with model.json
+next to it), 'link' links it with the libjit kernels and internalizes it (after it: a build's
+linked.ll), the other passes act on a module. A build writes DIR/<variant>/pipeline.txt, the
+steps after 'link': rerun them on its linked.ll to get its optimized.ll byte for byte; drop steps
+from the end (or the middle) to bisect.
+
+passes:
+"""
+
+
+def _opt(argv: list[str]) -> int:
+    from . import pipeline
+
+    p = argparse.ArgumentParser(prog="specialize opt", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=OPT_EPILOG + pipeline.help_text(),
+                                description="Run a textual pass pipeline on an LLVM module (in the manner of "
+                                            "LLVM's opt -passes=).")
+    p.add_argument("input", metavar="IN.ll", help="a module (e.g. a build's linked.ll), or a model.ll when the "
+                   "pipeline has 'link'")
+    p.add_argument("-p", "-passes", "--passes", dest="passes", required=True, metavar="PIPELINE",
+                   help="the passes to run, e.g. \"$(cat DIR/all-args/pipeline.txt)\"")
+    p.add_argument("-o", "--output", default="-", metavar="OUT.ll", help="the result as text IR (default stdout)")
+    p.add_argument("--manifest", metavar="model.json", help="the model's manifest: its weights are tensors, which "
+                   "specialize{mode=dims} never specializes, and the log shows their shapes (a model.ll input "
+                   "reads the model.json next to it)")
+    p.add_argument("--log", metavar="FILE", help="also write the specialization log to FILE")
+    a = p.parse_args(argv)
+    from . import files, inputs
+    from .manifest import Manifest
+    from .variants import Optimized
+
+    steps = pipeline.parse(a.passes)  # a bad pipeline is reported before any input is read
+    path = Path(a.input)
+    model = inputs.load(path)
+    if pipeline.needs_model(steps) or model.manifest is not None:  # named by its file, as a build does
+        state = pipeline.State.of_model(model)
+    else:  # any other module keeps its ID (a build's linked.ll: the model's), so the output is the build's
+        m = re.match(r"; ModuleID = '([^'\n]*)'", model.text)
+        state = pipeline.State(m.group(1) if m else path.name, str(path), model.text, shapes=dict(model.shapes))
+    if a.manifest:
+        state.shapes = inputs.tensor_shapes(Manifest.load(Path(a.manifest)))
+    s = pipeline.run(steps, state)
+    out = str(s.as_module())
+    if a.log:
+        files.write(Path(a.log), Optimized(s.module, s.linked or "", s.spec, s.relaid, s.zero_weights,
+                                           s.aliases, steps).log_text())
+    if a.output == "-":
+        sys.stdout.write(out)
+    else:
+        files.write(Path(a.output), out)
+    return 0
+
+
 def _version() -> str:
     """The package's version and the pinned versions its output depends on (as LLVM tools print theirs)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -448,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv and argv[0] == "help":  # `specialize help [COMMAND]`, as git and LLVM tools have it
         commands = {"run": _run, "capture": _capture, "examples": _examples, "diff": _diff, "bundle": _bundle,
-                    "diff-ir": _diff_ir}
+                    "diff-ir": _diff_ir, "opt": _opt}
         if len(argv) == 1:
             print(USAGE, end="")
             return 0
@@ -472,6 +635,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run(argv[1:])
         if argv and argv[0] == "bundle":
             return _bundle(argv[1:])
+        if argv and argv[0] == "opt":
+            return _opt(argv[1:])
         return _specialize(argv)
     except UserError as e:
         print(f"specialize: error: {e}", file=sys.stderr)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
-from .tools import build_dir, repo_root
+from .tools import build_dir, shipped
 
 CMSIS_DSP_VERSION = "1.10.3"
 CMSIS_DSP_SHA256 = "307d32298faa7c58db912851027fce35f886fec7eb1a27c4b309ce1a97f47519"
@@ -72,7 +72,7 @@ class CmsisNN:
 def cmsis_nn(path: str | os.PathLike | None = None) -> CmsisNN:
     """The CMSIS-NN to build against: `path`, else $SPECIALIZER_CMSIS_NN, else the shim."""
     path = path or os.environ.get("SPECIALIZER_CMSIS_NN") or None
-    shim = repo_root() / "cmsis_nn_shim"
+    shim = shipped("cmsis_nn_shim")
     if path is None:
         return CmsisNN("shim", shim, (shim / "include", shim / "include" / "compiler"),
                        tuple(sorted((shim / "src").glob("*.c"))))

@@ -3,8 +3,16 @@
 QEMU models no timing, so this is an estimate, reported as "QEMU-counted instructions,
 TRM-weighted cycle estimate". Each executed instruction costs its class's cycles from the
 Cortex-M4 TRM (Table 3-1, processor instructions; Table 7-1, FPU instructions), zero wait
-states, no load pipelining assumed; `COSTS` is the table (the README prints it). A branch adds
-P = 2 (pipeline refill; the TRM gives 1-3) when it is taken.
+states; `COSTS` is the table (the README prints it). A branch adds P = 2 (pipeline refill; the
+TRM gives 1-3) when it is taken.
+
+Load/store pipelining, per the TRM's load/store timings (section 3.3.2): a single load or store
+right after a single load in the same block costs one cycle less, unless the first load's
+destination is an address register of the second; a store with an immediate (or no) offset
+costs 1, since its data phase overlaps the next instruction; nothing pipelines after a store, or
+with LDRD/STRD, LDM/STM. The FPU's VLDR/VSTR go through the same load/store unit and are
+charged the same way. Stalls (an address computed by the previous instruction, a load result
+used at once) are not modelled.
 
 Taken-ness comes from the block's last instruction, decoded from its disassembly: QEMU ends a
 translation block at every branch, but also elsewhere (a 32-bit instruction crossing a 1 KiB
@@ -40,8 +48,11 @@ class Cost:
 # The cost table, first match wins (order matters: VLDM before VLDR, LDRD before LDR).
 COSTS = (
     Cost("load/store multiple, push/pop", "LDM, STM, PUSH, POP, VLDM, VSTM, VPUSH, VPOP", "1+N", "1+N"),
-    Cost("load/store double", "LDRD, STRD", "1+N", "3"),
-    Cost("load/store (any width, exclusive)", "LDR*, STR*, VLDR, VSTR", "2", "2"),
+    Cost("load/store double", "LDRD, STRD, VLDR.64, VSTR.64", "1+N", "3"),
+    Cost("load (any width, exclusive)", "LDR*, VLDR", "2, 1 pipelined after a load",
+         "2; 1 right after a single load whose destination is not in its address"),
+    Cost("store (any width, exclusive)", "STR*, VSTR", "2; 1 with an immediate offset or pipelined",
+         "1 with an immediate or no offset; register offset: 2, 1 right after a single load"),
     Cost("table branch", "TBB, TBH", "2+P", "2+P"),
     Cost("divide", "SDIV, UDIV", "2-12", "7 (the middle)"),
     Cost("FP divide, square root", "VDIV, VSQRT", "14", "14"),
@@ -94,8 +105,8 @@ def insn_cycles(text: str) -> int:
     base, ops = _split(text)
     if base.startswith(("vldm", "vstm", "vpush", "vpop", "ldm", "stm", "push", "pop")):
         return 1 + _list_words(ops)
-    if base in ("ldrd", "strd"):
-        return 3
+    if base in ("ldrd", "strd") or base in ("vldr", "vstr") and ops.startswith("d"):
+        return 3  # two words: 1+N (VLDR.64 / VSTR.64 as LDRD / STRD)
     if base.startswith(("ldr", "str", "vldr", "vstr")):
         return 2
     if base in ("tbb", "tbh"):
@@ -159,18 +170,66 @@ def taken(block: Block) -> int:
     return 0
 
 
-def block_cycles(block: Block) -> int:
-    """Estimated cycles of all executions of one translation block."""
-    per_exec = 0
+_ADDRESS = re.compile(r"\[([^\]]*)\]")
+
+
+def _single(base: str) -> str | None:
+    """'load' or 'store' for a single load/store (not LDRD/STRD, not multiple), else None."""
+    if base.startswith(("ldrd", "strd", "ldm", "stm", "vldm", "vstm")):
+        return None
+    if base.startswith(("ldr", "vldr")):
+        return "load"
+    if base.startswith(("str", "vstr")):
+        return "store"
+    return None
+
+
+def _address_registers(ops: str) -> set[str]:
+    m = _ADDRESS.search(ops)
+    return {r.strip() for r in m.group(1).split(",") if re.fullmatch(r"\s*(r\d+|sp|lr|ip|fp|sl|sb)\s*", r)} if m else set()
+
+
+def _memory_cycles(text: str, prev: str | None) -> int | None:
+    """Cycles of a single load/store with the TRM's pipelining (None: not a single load/store).
+    prev: the previous instruction of the same block."""
+    base, ops = _split(text)
+    kind = _single(base) if not (base in ("vldr", "vstr") and ops.startswith("d")) else None
+    if kind is None or ops.split(",")[0].strip() == "pc":  # LDR PC is a branch: blocking
+        return None
+    regs = _address_registers(ops)
+    reg_offset = len(regs) > 1  # [Rn, Rm{, lsl #n}] (a literal load prints as [pc, #n])
+    after_load = False
+    if prev is not None:
+        pbase, pops = _split(prev)
+        pdest = pops.split(",")[0].strip()
+        after_load = _single(pbase) == "load" and pdest[:1] != "d" and pdest != "pc" and pdest not in regs
+    if kind == "store" and not reg_offset:
+        return 1
+    return 1 if after_load else 2
+
+
+def insn_costs(block: Block) -> list[int]:
+    """Estimated cycles of each instruction of a translation block over all its executions; the
+    taken-branch penalty is the last instruction's (the profile splits a block by address)."""
+    costs = []
     prev = None
     for i in block.insns:
         base, _ = _split(i.text)
         if _is_it(base):
-            per_exec += 0 if prev is not None and prev.size == 2 else 1  # folds into a 16-bit predecessor
+            per_exec = 0 if prev is not None and prev.size == 2 else 1  # folds into a 16-bit predecessor
         else:
-            per_exec += insn_cycles(i.text)
+            mem = _memory_cycles(i.text, prev.text if prev is not None else None)
+            per_exec = insn_cycles(i.text) if mem is None else mem
+        costs.append(block.execs * per_exec)
         prev = i
-    return block.execs * per_exec + taken(block) * BRANCH_PENALTY
+    if costs:
+        costs[-1] += taken(block) * BRANCH_PENALTY
+    return costs
+
+
+def block_cycles(block: Block) -> int:
+    """Estimated cycles of all executions of one translation block."""
+    return sum(insn_costs(block))
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ class _Emitter:
         self.labels = 0
         self.frames: dict[tuple, str] = {}  # equal calls share one frame
         self.consts: dict[str, Const] = {}
+        self.calls: list[tuple[str, str]] = []  # (callee, HLO instruction) per call, in text order
 
     def addr(self, s: Slice) -> str:
         sym, base = self.plan.places[s.alloc]
@@ -72,6 +73,7 @@ class _Emitter:
             raise ValueError(f"kernel {k.name}: multi-dimensional workgroups {k.workgroups}")
         for wg in range(x):
             self.value(f"call ptr {_q(k.name)}(ptr {_q(self.frame(k, wg))})")
+            self.calls.append((k.name, k.op))
 
     def operand(self, a) -> str:
         if isinstance(a, Slice):
@@ -97,6 +99,7 @@ class _Emitter:
         params = ", ".join(self.operand(a) for a in c.args)
         types = ", ".join("i32" if isinstance(a, int) else "ptr" for a in c.args)
         self.declared[c.function] = f"declare {c.ret} {_q(c.function)}({types})"
+        self.calls.append((c.function, c.op))
         if c.ret == "void":
             self.body.append(f"  call void {_q(c.function)}({params})")
         else:
@@ -106,6 +109,7 @@ class _Emitter:
         self.declared["llvm.memcpy.p0.p0.i32"] = "declare void @llvm.memcpy.p0.p0.i32(ptr, ptr, i32, i1)"
         self.body.append(f"  call void @llvm.memcpy.p0.p0.i32({self.addr(c.dst)}, {self.addr(c.src)}, "
                          f"i32 {c.src.size}, i1 false)")
+        self.calls.append(("llvm.memcpy.p0.p0.i32", c.op))
 
     def emit_while(self, w: While) -> None:
         cond, body, done = self.label("while.cond"), self.label("while.body"), self.label("while.done")
@@ -135,10 +139,14 @@ class _Emitter:
         self.body.append(f"{done}:")
 
 
-def generate(entry: str, thunks: tuple, plan: MemoryPlan) -> str:
-    """IR text (no target header) of the memory plan's globals, the frames and the entry."""
+def generate(entry: str, thunks: tuple, plan: MemoryPlan, calls: list | None = None) -> str:
+    """IR text (no target header) of the memory plan's globals, the frames and the entry.
+    `calls`, when given, receives (callee, HLO instruction) for each call the entry makes, in
+    the order of the text (hlo_sites.py)."""
     e = _Emitter(plan)
     e.sequence(thunks)
+    if calls is not None:
+        calls.extend(e.calls)
     out = [plan.globals_ir, *e.globals, "",
            f"define void {_q(entry)}() {{", "entry:", *e.body, "  ret void", "}", ""]
     out += [e.declared[k] for k in sorted(e.declared)]

@@ -7,7 +7,7 @@ from pathlib import Path
 from .capture import capture
 from .errors import UserError
 from .measure import Row, run_model
-from .tools import repo_root
+from .tools import shipped
 
 EXAMPLES = ("quadratic", "elementwise", "softmax", "mlp", "loop", "while_loop", "cond",
             "mlp256", "lenet", "kws_dscnn", "anomaly_ae", "mlp_int8", "resnet8",
@@ -15,7 +15,7 @@ EXAMPLES = ("quadratic", "elementwise", "softmax", "mlp", "loop", "while_loop", 
 
 
 def example_path(name: str) -> Path:
-    return repo_root() / "examples" / f"{name}.py"
+    return shipped("examples") / f"{name}.py"
 
 
 def run_examples(names: list[str], out: Path) -> list[Row]:

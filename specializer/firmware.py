@@ -30,6 +30,8 @@ GCC_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d1
              "-ffunction-sections", "-fdata-sections", "-fno-common"]
 
 SECTION_KINDS = ("text", "rodata", "data", "bss")
+HANDLER_STACK = 1024  # bytes of MSP stack for the fault handlers (harness_report_fault and semihosting)
+STACK_GUARD = 1024  # the MPU guard below the stack: a power of two, aligned to itself, one QEMU page
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,13 @@ SECTIONS
   __data_load = LOADADDR(.data);
   .bss (NOLOAD) : ALIGN(64) {{ __bss_start = .; __model_bss_start = .; {model_bss}
       __model_bss_end = .; *(.bss .bss.* COMMON) . = ALIGN(4); __bss_end = .; }} > RAM
-  /* the stack grows down from the top of RAM to the end of .bss; the harness paints that span */
-  __stack_limit = ALIGN(__bss_end, 8);
+  /* after .bss: the fault handlers' stack (MSP), then a 1 KiB MPU guard (no access), then the
+     stack (PSP), which grows down from the top of RAM to the guard; the harness paints that span */
+  __handler_stack_top = ALIGN(__bss_end, 8) + {handler_stack};
+  __stack_guard = ALIGN(__handler_stack_top, {guard});
+  __stack_limit = __stack_guard + {guard};
   __stack_top = ORIGIN(RAM) + LENGTH(RAM);
+  ASSERT(__stack_limit < __stack_top, "no RAM left for the stack after .data and .bss")
 }}
 """
 
@@ -91,8 +97,7 @@ def io_source(manifest: Manifest) -> str:
     out = ['#include <stdint.h>\n#include "harness.h"\n\n']
     for sym in sorted({t.symbol for t in manifest.inputs + manifest.outputs}):
         out.append(f"extern uint8_t {sym}[];\n")
-    out.append(f"extern void {manifest.entry}(void);\n")
-    out.append(f"void (*const harness_entry_fn)(void) = {manifest.entry};\n")
+    out.append(_entry_lines(manifest.entry, limit_ticks=0, div0_trap=False))
     out.append(f"const float HARNESS_RTOL = {manifest.rtol!r}f, HARNESS_ATOL = {manifest.atol!r}f;\n\n")
     for i, t in enumerate(manifest.inputs):
         out.append(_c_array(f"in{i}", t, t.array()))
@@ -102,11 +107,30 @@ def io_source(manifest: Manifest) -> str:
     out.append("const struct harness_tensor harness_inputs[] = {\n")
     out += [_tensor_row(t, f"in{i}") for i, t in enumerate(manifest.inputs)] or ["  {0, 0, 0, 0, 0},\n"]
     out.append("};\nconst struct harness_tensor harness_outputs[] = {\n")
-    out += [_tensor_row(t, f"ref{i}") for i, t in enumerate(manifest.outputs)]
+    out += [_tensor_row(t, f"ref{i}") for i, t in enumerate(manifest.outputs)] or ["  {0, 0, 0, 0, 0},\n"]
     out.append("};\n")
     out.append(f"const unsigned harness_n_inputs = {len(manifest.inputs)}u;\n")
     out.append(f"const unsigned harness_n_outputs = {len(manifest.outputs)}u;\n")
     return "".join(out)
+
+
+def entry_io_source(entry: str, limit_ticks: int) -> str:
+    """The generated half of the harness for a raw entry function: no inputs or outputs; it is
+    called as void(void) and its return registers are printed (harness_ret). Integer division
+    by zero traps: in the user's own code it is a bug worth a fault, not the hardware's 0."""
+    return ('#include <stdint.h>\n#include "harness.h"\n\n' + _entry_lines(entry, limit_ticks, div0_trap=True)
+            + "const float HARNESS_RTOL = 0.0f, HARNESS_ATOL = 0.0f;\n"
+            "const struct harness_tensor harness_inputs[] = {{0, 0, 0, 0, 0}};\n"
+            "const struct harness_tensor harness_outputs[] = {{0, 0, 0, 0, 0}};\n"
+            "const unsigned harness_n_inputs = 0u, harness_n_outputs = 0u;\n")
+
+
+def _entry_lines(entry: str, limit_ticks: int, div0_trap: bool) -> str:
+    if not 0 <= limit_ticks < 1 << 32:
+        raise ValueError(f"timer ticks out of range: {limit_ticks}")
+    return (f"extern void {entry}(void);\n"
+            f"void (*const harness_entry_fn)(void) = {entry};\n"
+            f"const uint32_t harness_limit_ticks = {limit_ticks}u, harness_div0_trap = {int(div0_trap)}u;\n")
 
 
 RAM_ORIGIN = 0x20000000
@@ -155,7 +179,8 @@ def linker_script(model_objs: Sequence[Path], entry: str = "harness_reset") -> s
         return " ".join(f"*{n}({sections})" for n in names)
 
     flash, ram = (f"{REGIONS[r][1] >> 20}M" for r in ("FLASH", "RAM"))
-    return LINKER_SCRIPT.format(entry=entry, flash=flash, ram=ram, model_text=clause(".text .text.*"),
+    return LINKER_SCRIPT.format(entry=entry, flash=flash, ram=ram, handler_stack=HANDLER_STACK, guard=STACK_GUARD,
+                                model_text=clause(".text .text.*"),
                                 model_rodata=clause(".rodata .rodata.*"), model_data=clause(".data .data.*"),
                                 model_bss=clause(".bss .bss.* COMMON"))
 
@@ -167,12 +192,18 @@ def _objects(model_obj: Path | Sequence[Path]) -> list[Path]:
 def build(model_obj: Path | Sequence[Path], manifest: Manifest, workdir: Path,
           libs: tuple[Path, ...] = ()) -> Firmware:
     """Link the model object(s) with the harness. `libs` are linked too but not counted as model."""
+    return build_with(model_obj, io_source(manifest), manifest.entry, workdir, libs)
+
+
+def build_with(model_obj: Path | Sequence[Path], io: str, entry: str, workdir: Path,
+               libs: tuple[Path, ...] = ()) -> Firmware:
+    """Link the model object(s) with the harness and `io` (the generated io.c: see io_source)."""
     model_objs = _objects(model_obj)
     gcc = find_tool("arm-none-eabi-gcc")
     workdir.mkdir(parents=True, exist_ok=True)
     harness_dir = Path(str(resources.files("specializer") / "harness"))
     io_c = workdir / "io.c"
-    io_c.write_text(io_source(manifest))
+    io_c.write_text(io)
     objs = []
     for src in (harness_dir / "startup.S", harness_dir / "harness.c", io_c):
         obj = workdir / (src.stem + ".o")
@@ -184,7 +215,7 @@ def build(model_obj: Path | Sequence[Path], manifest: Manifest, workdir: Path,
     _run([gcc, *GCC_FLAGS, "-nostartfiles", "-T", ld, "-Wl,--gc-sections", *objs, *model_objs, *libs,
           "-Wl,--start-group", "-lm", "-lc", "-lnosys", "-lgcc", "-Wl,--end-group", "-o", elf],
          "linking firmware")
-    return _inspect(elf, manifest.entry)
+    return _inspect(elf, entry)
 
 
 @dataclass(frozen=True)

@@ -92,14 +92,18 @@ def _thumb_module(path: Path, text: str) -> Model:
             raise UserError(f"{path}: no entry point: {manifest_path.name} names '{manifest.entry}', "
                             "which the module does not define")
         keep = {manifest.entry} | {t.symbol for t in manifest.inputs + manifest.outputs}
-        shapes = {t.symbol: (t.dtype, t.shape) for t in manifest.weights if t.offset == 0}
         return Model(path, manifest.function, "captured", text, (manifest.entry,), frozenset(keep),
-                     manifest, shapes)
+                     manifest, tensor_shapes(manifest))
     entries = _external_functions(mod, kernels_only=False)
     if not entries:
         raise UserError(f"{path}: no entry point: the module defines no external function "
                         "(and there is no model.json next to it)")
     return Model(path, path.stem, "module", text, entries, frozenset(entries))
+
+
+def tensor_shapes(manifest: Manifest) -> dict:
+    """The model's weight symbols -> (dtype, shape)."""
+    return {t.symbol: (t.dtype, t.shape) for t in manifest.weights if t.offset == 0}
 
 
 def _without_asm(path: Path, text: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from . import cmsis, inline_asm
 from .errors import UserError
 from .retarget import CPU, TRIPLE
-from .tools import build_dir, find_tool, repo_root
+from .tools import build_dir, find_tool, shipped
 
 # Optimizations on (clang -O0 would mark every function optnone, which blocks specialization).
 CFLAGS = [
@@ -58,7 +58,7 @@ def _dsp_sources(dsp: Path, src_dir: Path) -> list[Path]:
 
 def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None) -> Library:
     """Compile the kernel sources to bitcode and link them into one module (cached)."""
-    src_dir = src_dir or repo_root() / "libkernels"
+    src_dir = src_dir or shipped("libkernels")
     dsp = cmsis.cmsis_dsp()
     nn = cmsis.cmsis_nn(cmsis_nn_path)
     own = sorted(src_dir.glob("*.c"))

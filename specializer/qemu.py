@@ -25,8 +25,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import faults
 from .errors import UserError
-from .tools import build_dir, find_tool, repo_root
+from .tools import build_dir, find_tool, shipped
 
 MACHINE = "mps2-an386"
 ICOUNT = "shift=7,align=off,sleep=off"
@@ -34,10 +35,26 @@ ICOUNT = "shift=7,align=off,sleep=off"
 TICKS_PER_INSN = 3.2
 
 PLUGIN_SOURCE = Path(__file__).resolve().parent / "qemu_plugin" / "insn_profile.c"
-FETCH_HEADER_SCRIPT = repo_root() / "scripts" / "fetch_qemu_plugin_header.sh"
+FETCH_HEADER_SCRIPT = shipped("scripts/fetch_qemu_plugin_header.sh")
 
 _FAULT_RE = re.compile(r"hard fault at PC 0x[0-9a-fA-F]+")
 _COUNTER_RE = re.compile(r"^counter (0x[0-9a-f]+|\d+) (0x[0-9a-f]+|\d+)\s*$", re.MULTILINE)
+
+
+class Hang(UserError):
+    """QEMU ran past the time limit (and was killed, with its process group)."""
+
+    def __init__(self, message: str, seconds: float):
+        super().__init__(message)
+        self.seconds = seconds
+
+
+class LimitReached(UserError):
+    """The harness's instruction-limit timer fired inside the measured call."""
+
+    def __init__(self, message: str, where: str):
+        super().__init__(message)
+        self.where = where  # "PC 0x... in f+0x..", or a note that the PC is unknown
 
 
 @dataclass(frozen=True)
@@ -230,6 +247,21 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.communicate()
 
 
+def _check_faults(stdout: str, elf: Path) -> None:
+    """The harness's fault and instruction-limit lines (faults.py), or a plain handler's line."""
+    fault = faults.parse(stdout)
+    if fault:
+        raise UserError(faults.describe(fault, faults.layout(elf)))
+    limit = faults.parse_limit(stdout)
+    if limit:
+        where = faults.at(limit.pc, faults.layout(elf))
+        raise LimitReached(f"the measured call did not return within the firmware's instruction limit "
+                           f"(stopped at {where})", where)
+    plain = _FAULT_RE.search(stdout)  # firmwares with a handler of their own (tests/data/qemu_smoke)
+    if plain:
+        raise UserError(f"{plain.group(0)} ({elf.name})")
+
+
 def run(
     elf: Path,
     *,
@@ -269,8 +301,8 @@ def run(
             stdout_b, stderr_b = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            raise UserError(
-                f"firmware did not finish within {timeout:g} s (hang?): {elf.name} on {MACHINE}"
+            raise Hang(
+                f"firmware did not finish within {timeout:g} s (hang?): {elf.name} on {MACHINE}", timeout
             ) from None
         except BaseException:
             _kill_group(proc)
@@ -279,9 +311,7 @@ def run(
         stderr = stderr_b.decode("utf-8", errors="replace")
         code = proc.returncode
 
-        fault = _FAULT_RE.search(stdout)
-        if fault:
-            raise UserError(f"{fault.group(0)} ({elf.name})")
+        _check_faults(stdout, elf)
         # QEMU's own failures (bad option, plugin error, CPU lockup "qemu: fatal: ...")
         qemu_errors = [
             ln

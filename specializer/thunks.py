@@ -22,12 +22,14 @@ class Kernel:
     name: str
     args: tuple[Slice, ...]
     workgroups: tuple[int, int, int] = (1, 1, 1)
+    op: str = ""  # the HLO instruction it runs (hlo.json; the profile names it)
 
 
 @dataclass(frozen=True)
 class Copy:
     src: Slice
     dst: Slice
+    op: str = ""  # the HLO instruction
 
 
 @dataclass(frozen=True)
@@ -69,3 +71,4 @@ class LibCall:
     args: tuple  # Slice (buffer address), Scratch, Const (its address), None (null), or int (i32)
     ret: str = "void"  # LLVM return type (CMSIS-NN returns its i32 status, ignored)
     scratch: int = 0  # bytes of the shared scratch buffer a Const context hands the function
+    op: str = ""  # the HLO instruction it runs

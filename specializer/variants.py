@@ -27,11 +27,16 @@ that optimized.ll reproduces is what a person diffing IR needs.
 Artifacts (text, byte-identical when the same input is built twice):
 `linked.ll` (linked, internalized, dead code dropped: what the specializer sees),
 `specialized.ll` (after the last specialization round, before the final constprop and O2;
-rounds after the first see the constprop of the ones before), `optimized.ll`, and
-`specialization.log` / `specialization.json`, and next to each `.ll` its diff-oriented text
-(`optimized.diff.ll`, ...: difftext.py). `separate` writes `optimized.ll` of the model module
-alone. The unroll threshold applies to the specializing variants only: `separate` and
-`lto` are what LLVM's defaults give.
+rounds after the first see the constprop of the ones before), `optimized.ll`, `pipeline.txt`
+(the passes after `link`: `specialize opt -passes="$(cat pipeline.txt)" linked.ll` rebuilds
+optimized.ll; pipeline.py), and `specialization.log` / `specialization.json`, and next to each
+`.ll` its diff-oriented text (`optimized.diff.ll`, ...: difftext.py). `separate` writes
+`optimized.ll` of the model module alone (its pipeline.txt runs on model.ll).
+
+Each variant is defined by its pass pipeline (`pipeline_for`, printed by `specialize
+--print-pipeline`); `linked.ll` is printed with LLVM's use-list order so that the pipeline
+rerun on it gives the same optimized.ll. The unroll threshold applies to the specializing
+variants only: `separate` and `lto` are what LLVM's defaults give.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 
-from . import bufalias, cmsis, codegen, difftext, ir, libjit, passes, relayout, zeroweights
+from . import codegen, difftext, ir, libjit, passes
 from .errors import UserError
 from .inputs import Model
 from .retarget import FLASH_BYTES
@@ -273,11 +278,12 @@ def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | Non
 class Optimized:
     """One variant's module after its whole optimization (what its object is emitted from)."""
     module: llvm.ModuleRef
-    linked: str  # the linked module the specializer saw (text)
+    linked: str  # the linked module the specializer saw (text, with its use-list order: pipeline.py)
     spec: Specialized | None = None  # dims / all-args: the specialization rounds
     relaid: tuple = ()  # all-args: weights re-laid out (relayout.py)
     zero_weights: int = 0  # all-args: multiply-adds by a constant zero dropped (zeroweights.py)
     aliases: tuple = ()  # all-args: buffer addresses given symbols of their own (bufalias.py)
+    pipeline: tuple = ()  # the passes that ran (pipeline.py)
 
     def log_text(self) -> str:
         head = "".join(f"; {r.log_line()}\n" for r in self.relaid)
@@ -286,48 +292,78 @@ class Optimized:
         if self.zero_weights:
             head += (f"; zero weights: {self.zero_weights} multiply-adds by a constant 0.0 dropped "
                      "(zeroweights.py)\n")
-        return head + self.spec.log_text()
+        return head + (self.spec.log_text() if self.spec else "")
 
 
-def optimized(model: Model, variant: str, options: Options = Options()) -> Optimized:
-    """The optimized module of one of the linked variants (every variant but `separate`)."""
-    text, relaid = (relayout.relayout(model.text, cmsis.cmsis_nn().kind == "shim") if variant == "all-args" else (None, ()))
-    mod = linked(model, text)
-    linked_text = str(mod)
-    if variant in ("lto", "llvm-funcspec"):
-        passes.optimize(mod, funcspec=variant == "llvm-funcspec")
-        return Optimized(mod, linked_text)
-    threshold = options.unroll_threshold
-    spec = specialize_rounds(linked_text, variant, options, model.shapes, f"{model.path.name} ({variant})")
-    text, aliases = bufalias.rewrite(spec.text) if variant == "all-args" else (spec.text, [])
-    mod = ir.parse(text, "specialized.ll")
-    passes.constprop(mod, threshold, options.pre_unroll)
-    passes.optimize(mod, threshold)
-    dropped = 0
-    if variant == "all-args":  # zero weights are visible once O2 has unrolled and folded the loads
-        mod, dropped = zeroweights.drop(mod)
-    return Optimized(mod, linked_text, spec, tuple(relaid), dropped, tuple(aliases))
+def pipeline_for(variant: str, options: Options = Options()) -> tuple:
+    """The passes that define `variant` (pipeline.py): what `--print-pipeline` prints and a build
+    runs. `separate` runs its pipeline on the model alone (and O2 on the libjit bitcode alone)."""
+    from . import pipeline as p
+
+    if variant not in VARIANTS:
+        raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
+    t = options.unroll_threshold
+    if variant == "separate":
+        return (p.O2(),)
+    if variant == "lto":
+        return (p.Link(), p.O2())
+    if variant == "llvm-funcspec":
+        return (p.Link(), p.LlvmFuncspec())
+    spec = p.Specialize(mode=variant, rounds=max(1, options.rounds), max_growth=options.max_growth,
+                        flash_budget=options.flash_budget, unroll_threshold=t, pre_unroll=options.pre_unroll)
+    tail = (p.Constprop(unroll_threshold=t, unroll=options.pre_unroll), p.O2(unroll_threshold=t))
+    if variant == "dims":
+        return (p.Link(), spec) + tail
+    # zero weights are visible once O2 has unrolled and folded the loads
+    return (p.Relayout(), p.Link(), spec, p.Bufalias()) + tail + (p.Zeroweights(),)
+
+
+def optimized(model: Model, variant: str, options: Options = Options(), annotate=None) -> Optimized:
+    """The optimized module of one of the linked variants (every variant but `separate`): its
+    pipeline printed as text and what that text parses to run on the model.
+    `annotate(text) -> text` (lto and llvm-funcspec only) rewrites the linked module before the
+    steps after `link`: the profile's debug info (debuginfo.py)."""
+    from . import pipeline as p
+
+    steps = p.parse(p.to_text(pipeline_for(variant, options)))
+    s = p.State.of_model(model)
+    if annotate is None:
+        p.run(steps, s)
+    else:
+        if variant not in ("lto", "llvm-funcspec"):
+            raise UserError(f"the HLO profile is made of the lto and llvm-funcspec builds, not {variant}")
+        cut = next(i for i, step in enumerate(steps) if isinstance(step, p.Link)) + 1
+        p.run(steps[:cut], s)
+        s.set_text(annotate(s.as_text()))
+        p.run(steps[cut:], s)
+    return Optimized(s.as_module(), s.linked, s.spec, s.relaid, s.zero_weights, s.aliases, steps)
 
 
 def build(model: Model, variant: str, out_dir: Path, options: Options = Options(),
-          data_sections: bool = False) -> Build:
+          data_sections: bool = False, annotate=None) -> Build:
     """Build one variant of `model` into `out_dir`: artifacts and object(s). `data_sections`: the
     model object gets a section per global too (.rodata.<weight>, .bss.<buffer>), as a bundle
     wants them for placing weights and buffers."""
     if variant not in VARIANTS:
         raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
+    from . import pipeline as p
+
     out_dir.mkdir(parents=True, exist_ok=True)
+    if annotate is not None and variant == "separate":
+        raise UserError("the HLO profile is made of the lto and llvm-funcspec builds, not separate")
     if variant == "separate":
-        mod = ir.parse(model.text, str(model.path))
-        passes.optimize(mod)
+        steps = p.parse(p.to_text(pipeline_for(variant, options)))
+        mod = p.run(steps, p.State(model.path.name, str(model.path), model.text)).as_module()
         _write_ir(out_dir / "optimized.ll", str(mod))
+        _write(out_dir / "pipeline.txt", p.to_text(steps) + "\n")
         lib = _library()
         passes.optimize(lib)
         objs = (_emit(mod, out_dir / "model.o", data_sections), _emit(lib, out_dir / "libjit.o", data_sections=True))
         return Build(variant, out_dir, objs)
 
-    o = optimized(model, variant, options)
+    o = optimized(model, variant, options, annotate)
     _write_ir(out_dir / "linked.ll", o.linked)
+    _write(out_dir / "pipeline.txt", p.to_text(p.after_link(o.pipeline)) + "\n")
     if o.spec is None:
         _write_ir(out_dir / "optimized.ll", str(o.module))
         return Build(variant, out_dir, (_emit(o.module, out_dir / "model.o", data_sections),))

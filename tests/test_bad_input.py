@@ -365,4 +365,4 @@ def test_capture_bf16_and_complex_outputs_serialize(tmp_path):
     bf, cx = (t.array() for t in m.outputs)
     assert str(bf.dtype) == "bfloat16" and bf.astype(np.float32).tolist() == [0.0, 2.0, 4.0, 6.0]
     assert cx.dtype == np.complex64 and cx.tolist() == [0j, 1 + 2j, 2 + 4j, 3 + 6j]
-    assert sorted(p.name for p in out.iterdir()) == ["model.json", "model.ll"]  # no temporary left
+    assert sorted(p.name for p in out.iterdir()) == ["hlo.json", "model.json", "model.ll"]  # no temporary left

@@ -24,12 +24,31 @@ CASES = {
 """, 8),
     "load-store": ("""
     ldr r1, =0x20001000      @ 2 (literal load)
-    str r0, [r1]             @ 2
-    ldr r2, [r1]             @ 2
-    ldrb r3, [r1]            @ 2
-    strh r3, [r1, #4]        @ 2
+    str r0, [r1]             @ 1 (immediate offset: the data phase overlaps the next instruction)
+    ldr r2, [r1]             @ 2 (nothing pipelines after a store)
+    ldrb r3, [r1]            @ 1 (pipelined after a load)
+    strh r3, [r1, #4]        @ 1
     bx lr                    @ 3
-""", 13),
+""", 10),
+    "load-store-pipelining": ("""
+    ldr r1, =0x20001000      @ 2
+    movs r2, #0              @ 1
+    str r2, [r1, #4]         @ 1 (immediate offset)
+    ldr r3, [r1, r2]         @ 2 (nothing pipelines after a store)
+    ldr r2, [r1, #4]         @ 1 (pipelined after a load)
+    ldr r0, [r1, r2]         @ 2: r2, the previous load's destination, is in its address
+    ldr r0, [r1]             @ 1 (pipelined)
+    str r3, [r1, r2]         @ 1: register offset, pipelined after a load
+    str r3, [r1, r2]         @ 2: register offset after a store
+    vldr s0, [r1]            @ 2
+    vldr s1, [r1, #4]        @ 1 (the FPU's loads pipeline the same way)
+    vstr s1, [r1, #8]        @ 1
+    ldrd r2, r3, [r1]        @ 3 (never pipelined)
+    ldr r2, [r1]             @ 2 (not after LDRD)
+    vldr d1, [r1]            @ 3 (two words, as LDRD)
+    vstr d1, [r1, #8]        @ 3
+    bx lr                    @ 3
+""", 31),
     "load-store-double": ("""
     ldr r1, =0x20001000      @ 2
     ldrd r2, r3, [r1]        @ 3

@@ -1,6 +1,8 @@
 """relayout.const_convs: the all-args rule sending int8 convs with constant per-channel
 parameters to shim_convolve_s8_const (and only those, only on the shim)."""
 
+from pathlib import Path
+
 from specializer import relayout
 
 MODULE = """@q = constant { ptr, ptr } { ptr @m, ptr @s }
@@ -49,7 +51,7 @@ def test_only_all_args_relays_out(monkeypatch):
         raise Stop
 
     monkeypatch.setattr(variants, "linked", stop)
-    model = type("M", (), {"text": MODULE})()
+    model = type("M", (), {"text": MODULE, "path": Path("m.ll"), "shapes": {}})()  # what a pipeline reads
     for variant in ("dims", "lto", "llvm-funcspec"):
         try:
             variants.optimized(model, variant)

@@ -28,24 +28,42 @@ static char *hex32(char *p, uint32_t v) {
     return p;
 }
 
-static void put_line_u32(const char *tag, uint32_t a, uint32_t b) {
-    char buf[64], *p = buf;
+/* "tag 0x........ 0x........ ...": at most 7 words */
+static void put_words(const char *tag, const uint32_t *w, int n) {
+    char buf[16 + 7 * 11 + 2], *p = buf;
     while (*tag) *p++ = *tag++;
-    *p++ = ' '; *p++ = '0'; *p++ = 'x';
-    p = hex32(p, a);
-    *p++ = ' '; *p++ = '0'; *p++ = 'x';
-    p = hex32(p, b);
+    for (int i = 0; i < n; i++) {
+        *p++ = ' '; *p++ = '0'; *p++ = 'x';
+        p = hex32(p, w[i]);
+    }
     *p++ = '\n';
     *p = 0;
     put(buf);
 }
 
-void harness_report_fault(uint32_t pc) {
-    char buf[40] = "hard fault at PC 0x", *p = buf + 19;
-    p = hex32(p, pc);
-    *p++ = '\n';
-    *p = 0;
-    put(buf);
+static void put_line_u32(const char *tag, uint32_t a, uint32_t b) {
+    uint32_t w[2] = {a, b};
+    put_words(tag, w, 2);
+}
+
+#define REG(addr) (*(volatile uint32_t *)(addr))
+#define CFSR_STACKING_FAILED ((1u << 4) | (1u << 12)) /* MSTKERR, STKERR: no frame to read */
+
+/* Every fault and the instruction limit's timer IRQ end here, on the handlers' MSP stack.
+ * One line for Python to decode against the ELF (specializer/faults.py):
+ *   fault <exception> <pc> <cfsr> <hfsr> <mmfar> <bfar> <psp>   (pc 0xffffffff: not stacked)
+ *   limit <pc> */
+void harness_report_fault(const uint32_t *frame) {
+    uint32_t ipsr, psp, cfsr = REG(0xE000ED28);
+    __asm__ volatile("mrs %0, ipsr" : "=r"(ipsr));
+    __asm__ volatile("mrs %0, psp" : "=r"(psp));
+    uint32_t pc = (cfsr & CFSR_STACKING_FAILED) ? 0xFFFFFFFFu : frame[6];
+    if ((ipsr & 0x1FF) == 16 + 8) { /* timer0: the instruction limit */
+        put_words("limit", &pc, 1);
+        harness_exit(4);
+    }
+    uint32_t w[7] = {ipsr & 0x1FF, pc, cfsr, REG(0xE000ED2C), REG(0xE000ED34), REG(0xE000ED38), psp};
+    put_words("fault", w, 7);
     harness_exit(3);
 }
 
@@ -68,6 +86,7 @@ static void dump(unsigned index, const uint8_t *data, uint32_t bytes) {
 }
 
 uint32_t harness_entry_sp;
+uint32_t harness_ret[4]; /* r0, r1, s0, s1 right after the measured call (startup.S) */
 
 /* Bytes of stack the measured call used: from its entry sp down to the lowest word that no
  * longer holds the paint. A word fn wrote with the paint value itself at its deepest point
@@ -102,11 +121,14 @@ int main(void) {
     for (unsigned i = 0; i < harness_n_inputs; i++)
         memcpy(harness_inputs[i].model, harness_inputs[i].data, harness_inputs[i].count * harness_inputs[i].elem_bytes);
     uint32_t calib = harness_measure(harness_empty);
+    if (harness_div0_trap) REG(0xE000ED14) |= 1u << 4; /* CCR.DIV_0_TRP: SDIV/UDIV by 0 faults */
     uint32_t ticks = harness_measure(harness_entry_fn);
     uint32_t stack = stack_used(); /* before any deeper call dirties the painted area */
     put_line_u32("counter", ticks, calib);
     /* used, and the free stack there was: equal when fn reached the end of .bss (overflow) */
     put_line_u32("stack", stack, harness_entry_sp - (uint32_t)__stack_limit);
+    put_line_u32("return", harness_ret[0], harness_ret[1]);
+    put_line_u32("return-fp", harness_ret[2], harness_ret[3]);
     int ok = 1;
     for (unsigned i = 0; i < harness_n_outputs; i++) {
         const struct harness_tensor *t = &harness_outputs[i];

@@ -25,5 +25,9 @@ extern uint32_t harness_entry_sp; /* sp at the measured call: fn's frames lie be
 extern uint32_t __stack_limit[];  /* lowest stack address: the end of .bss (link.ld) */
 void harness_empty(void);
 void harness_exit(int code);
-void harness_report_fault(uint32_t pc);
+void harness_report_fault(const uint32_t *frame);
+/* from io.c: timer ticks the measured call may run (3.2 per instruction; 0: no limit), and
+ * whether integer division by zero traps */
+extern const uint32_t harness_limit_ticks, harness_div0_trap;
+extern uint32_t harness_ret[4];
 #endif
