@@ -2,7 +2,8 @@
 
 CMSIS-DSP comes from the `cmsisdsp` source distribution (pinned, hash-checked, fetched with pip).
 CMSIS-NN is either a checkout the user points at (SPECIALIZER_CMSIS_NN or --cmsis-nn) or the
-API-compatible shim in cmsis_nn_shim/.
+API-compatible shim in cmsis_nn_shim/. Captured models call CMSIS-NN v7.0.0's API; libjit.build
+checks a checkout's headers against it (cmsis_api.py).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def cmsis_nn(path: str | os.PathLike | None = None) -> CmsisNN:
     support = root / "Include" / "arm_nnsupportfunctions.h"
     if not support.is_file() or NEEDED_NN_FUNCTION not in support.read_text(errors="replace"):
         raise UserError(f"{path}: CMSIS-NN checkout too old (libjit needs {NEEDED_NN_FUNCTION} in "
-                        f"Include/arm_nnsupportfunctions.h; CMSIS-NN v6.0.0 has it)")
+                        f"Include/arm_nnsupportfunctions.h; use CMSIS-NN v7.0.0)")
     # Real CMSIS-NN layout: Include/ (with Include/Internal/, reached as "Internal/..."),
     # Source/<Group>/*.c. Only the checkout's headers are used (the shim's arm_nn*.h stay off
     # the path); the shim supplies just the compiler intrinsics header that CMSIS-DSP needs.

@@ -1,17 +1,18 @@
 """Lower the int8 blocks capture sees as custom calls (specializer/quant/calls.py) onto CMSIS-NN.
 
-One custom call "cmsis_nn.<op>" becomes one call of CMSIS-NN's s8 function with CMSIS-NN's
-signature (v6.0.0, the shim's: arm_convolve_s8 has no upscale_dims argument there), every
-struct and per-channel array a constant global named after the block's scope:
+One custom call "cmsis_nn.<op>" becomes one call of CMSIS-NN's s8 function with CMSIS-NN
+v7.0.0's signature (the shim's; specializer/cmsis_api.py lists it and checks a checkout against
+it), every struct and per-channel array a constant global named after the block's scope:
 
   convolve_s8          arm_convolve_s8(ctx, conv_params, quant_params, input_dims, input,
-                                       filter_dims, filter, bias_dims, bias, output_dims, output)
-  depthwise_conv_s8    arm_depthwise_conv_s8(ctx, dw_conv_params, quant_params, ...same...)
+                                       filter_dims, filter, bias_dims, bias, upscale_dims = NULL,
+                                       output_dims, output)
+  depthwise_conv_s8    arm_depthwise_conv_s8(ctx, dw_conv_params, quant_params, ...same, no upscale_dims...)
   fully_connected_s8   arm_fully_connected_s8(ctx, fc_params, per_tensor quant_params, ...same...)
 
 The scratch buffer (cmsis_nn_context.buf) is the memory plan's shared scratch global, sized
-with the shim's *_get_buffer_size formulas computed here (they are at least what CMSIS-NN's
-own DSP paths ask for). Anything that does not line up with the block's parameters (dtypes,
+with v7.0.0's *_get_buffer_size formulas for a DSP core without Helium, computed here (the
+shim's functions return the same). Anything that does not line up with the block's parameters (dtypes,
 shapes, layouts, an output sharing memory with an input) raises NotLowerable: capture then
 captures again with every block left to XLA and logs why.
 """
@@ -56,7 +57,8 @@ def _round_up_4(v: int) -> int:
 
 
 def convolve_s8_buffer_size(filter_dims, input_c: int) -> int:
-    """arm_convolve_s8_get_buffer_size (shim): two int16 im2col columns, depth rounded up to 4."""
+    """arm_convolve_s8_get_buffer_size (v7.0.0 without Helium, and the shim): two int16 im2col
+    columns, depth rounded up to 4."""
     _, kh, kw, _ = filter_dims
     return 2 * _round_up_4(kh * kw * input_c) * 2
 
@@ -104,11 +106,12 @@ def lower(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
             scratch = 0
             fields = [p["input_offset"], p["output_offset"], p["ch_mult"], sw, sh, left, top, 1, 1, lo, hi]
         conv = _i32s(f"{scope}.params", fields)
+        upscale = (None,) if op == "convolve_s8" else ()  # v7.0.0: NULL, no upscaling
         call_args = (_context(f"{scope}.ctx", scratch), conv, quant,
                      _dims(f"{scope}.input_dims", p["input_dims"]), x.slice,
                      _dims(f"{scope}.filter_dims", p["filter_dims"]), w.slice,
                      _dims(f"{scope}.bias_dims", (1, 1, 1, cout)), bias.slice if bias else None,
-                     _dims(f"{scope}.output_dims", p["output_dims"]), out.slice)
+                     *upscale, _dims(f"{scope}.output_dims", p["output_dims"]), out.slice)
         return LibCall(fn, call_args, ret=STATUS, scratch=scratch)
     if op == "fully_connected_s8":
         batch, n_in, n_out = p["batch"], p["in_features"], p["out_features"]

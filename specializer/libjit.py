@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cmsis, inline_asm
+from . import cmsis, cmsis_api, inline_asm
 from .errors import UserError
 from .retarget import CPU, TRIPLE
 from .tools import build_dir, find_tool, shipped
@@ -56,6 +56,17 @@ def _dsp_sources(dsp: Path, src_dir: Path) -> list[Path]:
     return out
 
 
+def _includes(src_dir: Path, nn: cmsis.CmsisNN, dsp: Path) -> list[Path]:
+    return [src_dir, *nn.include_dirs, dsp / "Include", dsp / "PrivateInclude"]
+
+
+def compile_flags(src_dir: Path, nn: cmsis.CmsisNN, dsp: Path) -> list[str]:
+    """clang's flags for every library source (and the API check of a CMSIS-NN checkout)."""
+    # libkernels/libjit_cmsis_nn.h picks the checkout's headers or the shim's
+    defines = ["-DLIBJIT_CMSIS_NN_CHECKOUT"] if nn.kind == "checkout" else []
+    return CFLAGS + defines + [f"-I{d}" for d in _includes(src_dir, nn, dsp)] + _newlib_include()
+
+
 def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None) -> Library:
     """Compile the kernel sources to bitcode and link them into one module (cached)."""
     src_dir = src_dir or shipped("libkernels")
@@ -65,10 +76,8 @@ def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None) -> Libr
     sources = tuple(own + _dsp_sources(dsp, src_dir) + list(nn.sources))
     clang = find_tool("clang-19")
     link = find_tool("llvm-link-19")
-    includes = [src_dir, *nn.include_dirs, dsp / "Include", dsp / "PrivateInclude"]
-    # libkernels/libjit_cmsis_nn.h picks the checkout's headers or the shim's
-    defines = ["-DLIBJIT_CMSIS_NN_CHECKOUT"] if nn.kind == "checkout" else []
-    flags = CFLAGS + defines + [f"-I{d}" for d in includes] + _newlib_include()
+    includes = _includes(src_dir, nn, dsp)
+    flags = compile_flags(src_dir, nn, dsp)
     key = hashlib.sha256()
     for s in sources:
         key.update(str(s).encode() + b"\0" + s.read_bytes())
@@ -81,6 +90,8 @@ def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None) -> Libr
     out_dir.mkdir(parents=True, exist_ok=True)
     digest = key.hexdigest()[:16]
     out = out_dir / f"libkernels-{digest}.bc"
+    if nn.kind == "checkout":  # the API captured models call (cached or not: one compile, ~0.1 s)
+        cmsis_api.check(nn.root, clang, flags)
     if out.exists():
         return Library(out, sources, nn.describe())
     obj_dir = out_dir / f"obj-{digest}"

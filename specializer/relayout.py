@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .cmsis_api import FUNCTIONS
 from .specialize import _unquote, direct_calls, quote
 
 MAX_DENSITY = 0.4
@@ -104,6 +105,7 @@ def _array(name: str, ty: str, items: list[str]) -> str:
 
 CONV_S8 = "arm_convolve_s8"
 CONV_S8_CONST = "shim_convolve_s8_const"
+CONV_S8_ARGS = len(next(f for f in FUNCTIONS if f.name == CONV_S8).params)  # v7.0.0: 12
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ def const_convs(text: str, shim: bool) -> tuple[str, tuple[ConstConv, ...]]:
     notes = []
     for call in list(direct_calls(lines, (CONV_S8,))):
         args = call.args
-        if len(args) != 11:
+        if len(args) != CONV_S8_ARGS:
             continue
         scope = _GLOBAL.match(args[2])
         name = _unquote(scope.group(1)) if scope else args[2]
@@ -144,7 +146,7 @@ def const_convs(text: str, shim: bool) -> tuple[str, tuple[ConstConv, ...]]:
             notes.append(ConstConv(name, CONV_S8_CONST))
     if not any(n.kernel for n in notes):
         return text, tuple(notes)
-    decl = f"declare i32 @{CONV_S8_CONST}(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)"
+    decl = f"declare i32 @{CONV_S8_CONST}({', '.join(['ptr'] * CONV_S8_ARGS)})"
     return "\n".join(lines).rstrip("\n") + "\n\n" + decl + "\n", tuple(notes)
 
 

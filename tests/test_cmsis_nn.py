@@ -262,8 +262,18 @@ def ref_fc(c):
     return finish(acc, c["bias"], c["mult"], c["shift"], c["out_off"], c["act"])
 
 
+def upscaled(c) -> np.ndarray:
+    """The input arm_convolve_s8 sees under upscale_dims {h, w}: data row r at row r*h, the
+    rows / columns in between the zero point (-input_offset)."""
+    uh, uw = c["up"] or (1, 1)
+    nb, ih, iw, ic = c["inp"].shape
+    out = np.full((nb, ih * uh, iw * uw, ic), -c["in_off"], np.int64)
+    out[:, ::uh, ::uw] = c["inp"]
+    return out
+
+
 def ref_conv(c):
-    inp, filt = c["inp"].astype(np.int64), c["filt"].astype(np.int64)
+    inp, filt = upscaled(c), c["filt"].astype(np.int64)
     nb, ih, iw, ic = inp.shape
     oc, kh, kw, ck = filt.shape
     oh, ow = c["out_hw"]
@@ -316,13 +326,16 @@ def fc_case(rng, batch, depth, outs, w_off=0, bias=True):
             "bias": rng.integers(-5000, 5000, outs).astype(np.int32) if bias else None}  # fmt: skip
 
 
-def conv_case(rng, nb, ih, iw, ic, oc, kh, kw, ck=None, stride=(1, 1), pad=(0, 0), dil=(1, 1), bias=True):
+def conv_case(rng, nb, ih, iw, ic, oc, kh, kw, ck=None, stride=(1, 1), pad=(0, 0), dil=(1, 1), bias=True,
+              up=None):
+    """up: None (upscale_dims NULL) or (h, w), upscale_dims {0, h, w, 0}: ih x iw is the data's size."""
     ck = ck or ic
-    oh = (ih + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (iw + 2 * pad[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    uh, uw = up or (1, 1)
+    oh = (ih * uh + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (iw * uw + 2 * pad[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
     mult, shift = quant(rng, oc)
     return {"kind": "conv", "in_off": int(rng.integers(-127, 129)), "out_off": int(rng.integers(-128, 128)),
-            "stride": stride, "pad": pad, "dil": dil, "out_hw": (oh, ow), "act": (-128, 127),
+            "stride": stride, "pad": pad, "dil": dil, "up": up, "out_hw": (oh, ow), "act": (-128, 127),
             "mult": mult, "shift": (shift - 6).astype(np.int32),
             "inp": rng.integers(-128, 128, (nb, ih, iw, ic), dtype=np.int8),
             "filt": rng.integers(-128, 128, (oc, kh, kw, ck), dtype=np.int8),
@@ -430,10 +443,11 @@ def run_host(lib, c):
 
 
 def conv_host(lib, c, with_buffer):
-    nb, ih, iw, ic = c["inp"].shape
+    nb, ih, iw, ic = upscaled(c).shape
     oc, kh, kw, ck = c["filt"].shape
     oh, ow = c["out_hw"]
     in_dims, f_dims = Dims(nb, ih, iw, ic), Dims(oc, kh, kw, ck)
+    up = None if c["up"] is None else ctypes.byref(Dims(0, *c["up"], 0))
     size = lib.arm_convolve_s8_get_buffer_size(ctypes.byref(in_dims), ctypes.byref(f_dims))
     assert size == conv_buffer_bytes(c)
     buf = np.zeros(size // 2 + 2, np.int16)
@@ -444,7 +458,7 @@ def conv_host(lib, c, with_buffer):
     st = lib.arm_convolve_s8(ctypes.byref(ctx), ctypes.byref(params),
                              ctypes.byref(PerChannel(c["mult"].ctypes.data, c["shift"].ctypes.data)), ctypes.byref(in_dims),
                              ptr(c["inp"]), ctypes.byref(f_dims), ptr(c["filt"]), ctypes.byref(Dims(1, 1, 1, oc)),
-                             ptr(c["bias"]), ctypes.byref(Dims(nb, oh, ow, oc)), ptr(out))  # fmt: skip
+                             ptr(c["bias"]), up, ctypes.byref(Dims(nb, oh, ow, oc)), ptr(out))  # fmt: skip
     return out, st
 
 
@@ -465,6 +479,10 @@ def host_cases(rng):
         conv_case(rng, 1, 5, 5, 8, 8, 1, 1, ck=2),  # 4 groups of 2
         conv_case(rng, 1, 1, 1, 1, 1, 1, 1),
         conv_case(rng, 1, 9, 1, 7, 3, 4, 1, stride=(3, 1), pad=(2, 0)),
+        # v7.0.0's upscale_dims: zero-point rows / columns inserted (transposed convolution)
+        conv_case(rng, 1, 3, 4, 5, 6, 3, 3, pad=(2, 2), up=(2, 2)),
+        conv_case(rng, 2, 4, 3, 3, 5, 2, 3, pad=(1, 0), up=(2, 1)),
+        conv_case(rng, 1, 5, 5, 3, 4, 3, 3, up=(1, 1)),
     ]
     return cases
 
@@ -611,9 +629,10 @@ def emit_case(i: int, c: dict) -> tuple[str, str]:
         return 1;
   }}""")
     else:
-        nb, ih, iw, ic = c["inp"].shape
+        nb, ih, iw, ic = upscaled(c).shape
         oc, kh, kw, ck = c["filt"].shape
         oh, ow = c["out_hw"]
+        up = "0" if c["up"] is None else f"&(const cmsis_nn_dims){{0, {c['up'][0]}, {c['up'][1]}, 0}}"
         d += [c_array(p + "x", c["inp"], "const int8_t"), c_array(p + "f", c["filt"], "const int8_t"),
               c_array(p + "b", c["bias"], "const int32_t"), c_array(p + "m", c["mult"], "int32_t"),
               c_array(p + "s", c["shift"], "int32_t"), f"static int8_t {p}o[{ref_len}];\n"]  # fmt: skip
@@ -626,7 +645,7 @@ def emit_case(i: int, c: dict) -> tuple[str, str]:
     const cmsis_nn_conv_params cp = {{{c['in_off']}, {c['out_off']}, {{{c['stride'][1]}, {c['stride'][0]}}},
         {{{c['pad'][1]}, {c['pad'][0]}}}, {{{c['dil'][1]}, {c['dil'][0]}}}, {{{c['act'][0]}, {c['act'][1]}}}}};
     const cmsis_nn_per_channel_quant_params q = {{{p}m, {p}s}};
-    if (arm_convolve_s8(&ctx, &cp, &q, &id, {p}x, &fd, {p}f, &bd, {p}b, &od, {p}o) != ARM_CMSIS_NN_SUCCESS)
+    if (arm_convolve_s8(&ctx, &cp, &q, &id, {p}x, &fd, {p}f, &bd, {p}b, {up}, &od, {p}o) != ARM_CMSIS_NN_SUCCESS)
         return 1;
   }}""")
     s.append(f'io_str("case{i}");\n  for (int i = 0; i < {ref_len}; i++) io_hex32((uint32_t)(int32_t){p}o[i]);\n'
@@ -641,7 +660,9 @@ def target_cases(rng):
     cases += [fc_case(rng, 2, 19, 7), fc_case(rng, 1, 32, 5, w_off=-7, bias=False)]
     cases += [conv_case(rng, 1, 7, 6, 5, 6, 3, 3, stride=(2, 1), pad=(1, 1)),
               conv_case(rng, 1, 6, 7, 6, 3, 3, 3, ck=2, dil=(2, 1), pad=(1, 2), bias=False),
-              conv_case(rng, 2, 4, 4, 8, 4, 1, 1)]  # fmt: skip
+              conv_case(rng, 2, 4, 4, 8, 4, 1, 1),
+              conv_case(rng, 2, 3, 4, 6, 5, 3, 3, pad=(1, 2), up=(2, 2)),
+              conv_case(rng, 1, 5, 3, 5, 4, 3, 2, pad=(0, 1), up=(1, 2))]  # fmt: skip
     return cases
 
 

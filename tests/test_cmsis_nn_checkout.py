@@ -1,6 +1,8 @@
 """A real CMSIS-NN checkout (SPECIALIZER_CMSIS_NN) builds into libjit and gives the shim's
-results: every int8 example (an example whose name has "int8" in it), every variant, outputs
-compared word for word with the shim build's on QEMU.
+results: every int8 example (an example whose name has "int8" in it: mlp_int8, kws_int8, ...),
+every variant, outputs compared word for word with the shim build's on QEMU. The checkout
+declares the API captured models call (cmsis_api), and its *_get_buffer_size functions, run
+on QEMU, ask for the scratch capture gives each call.
 
 CMSIS-NN's sources are never committed and CI has none: give checkouts with
 SPECIALIZER_TEST_CMSIS_NN=/path/to/CMSIS-NN[:/another/checkout]; without it these tests skip."""
@@ -10,12 +12,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import subprocess
+
 import numpy as np
 import pytest
 
-from specializer import inputs, libjit, measure, variants
+from specializer import cmsis, cmsis_api, cmsis_calls, inputs, libjit, measure, qemu, variants
 from specializer.examples import EXAMPLES
-from specializer.tools import repo_root
+from specializer.tools import find_tool, repo_root
 
 ENV = "SPECIALIZER_TEST_CMSIS_NN"
 CHECKOUTS = [p for p in os.environ.get(ENV, "").split(os.pathsep) if p]
@@ -24,6 +28,14 @@ NO_CHECKOUT = pytest.mark.skip(reason=f"no CMSIS-NN checkout given: set {ENV}=/p
                                       "(e.g. a checkout of ARM-software/CMSIS-NN v7.0.0) to run it")  # fmt: skip
 CASES = ([pytest.param(c, n, id=f"{Path(c).name}-{n}") for c in CHECKOUTS for n in INT8]
          or [pytest.param("", n, id=f"no-checkout-{n}", marks=NO_CHECKOUT) for n in INT8])  # fmt: skip
+ROOTS = ([pytest.param(c, id=Path(c).name) for c in CHECKOUTS]
+         or [pytest.param("", id="no-checkout", marks=NO_CHECKOUT)])  # fmt: skip
+DATA = Path(__file__).parent / "data" / "cmsis_nn"
+
+
+def test_every_int8_example_is_a_case():
+    # kws_int8 lowers conv, depthwise conv and dense onto CMSIS-NN; mlp_int8 calls libjit's s8 dot
+    assert {"mlp_int8", "kws_int8"} <= set(INT8)
 
 
 def run_all(model, out: Path) -> dict[str, tuple[str, list[np.ndarray]]]:
@@ -55,3 +67,50 @@ def test_checkout_matches_shim_in_every_variant(checkout, name, captured, tmp_pa
     # the checkout's code really was linked in (not the shim's): the lto module differs
     linked = [(tmp_path / d / "lto" / "linked.ll").read_text() for d in ("shim", "checkout")]
     assert linked[0] != linked[1]
+
+
+@pytest.mark.parametrize("checkout", ROOTS)
+def test_checkout_declares_the_api_capture_emits(checkout):
+    nn = cmsis.cmsis_nn(checkout)
+    cmsis_api.check(nn.root, find_tool("clang-19"),
+                    libjit.compile_flags(repo_root() / "libkernels", nn, cmsis.cmsis_dsp()))  # fmt: skip
+
+
+# (input dims, filter dims): kws_int8's convolutions and odd shapes
+BUFFER_CASES = [((1, 49, 10, 1), (64, 10, 4, 1)), ((1, 25, 5, 64), (64, 1, 1, 64)), ((1, 7, 6, 5), (6, 3, 3, 5)),
+                ((2, 9, 1, 7), (3, 4, 1, 7)), ((1, 1, 1, 1), (1, 1, 1, 1)), ((1, 8, 8, 3), (5, 3, 2, 3))]
+
+
+@pytest.mark.parametrize("checkout", ROOTS)
+def test_checkout_buffer_sizes_are_what_capture_gives(checkout, tmp_path):
+    """The checkout's arm_convolve_s8_get_buffer_size and arm_fully_connected_s8_get_buffer_size,
+    compiled for Cortex-M4 and run on QEMU, against the scratch capture sizes each call with."""
+    nn = cmsis.cmsis_nn(checkout)
+    flags = [*libjit.compile_flags(repo_root() / "libkernels", nn, cmsis.cmsis_dsp()), f"-I{DATA}"]
+    calls = []
+    for i, (ind, fd) in enumerate(BUFFER_CASES):
+        calls.append(f"{{ const cmsis_nn_dims id = {{{', '.join(map(str, ind))}}}, fd = {{{', '.join(map(str, fd))}}};"
+                     f" io_str(\"case{i}\"); io_hex32((uint32_t)arm_convolve_s8_get_buffer_size(&id, &fd));"
+                     f" io_hex32((uint32_t)arm_fully_connected_s8_get_buffer_size(&fd)); io_str(\"\\n\"); }}")
+    main = tmp_path / "main.c"
+    main.write_text('#include "arm_nnfunctions.h"\n#include "io.h"\nint main(void)\n{\n  '
+                    + "\n  ".join(calls) + '\n  io_str("end\\n");\n  io_flush();\n  return 0;\n}\n')
+    sources = [main, DATA / "io.c",
+               *(s for s in nn.sources if s.name in ("arm_convolve_get_buffer_sizes_s8.c",
+                                                      "arm_fully_connected_get_buffer_sizes_s8.c"))]  # fmt: skip
+    assert len(sources) == 4, "the checkout has no Source/*/arm_*_get_buffer_sizes_s8.c"
+    objs = []
+    for s in sources:
+        objs.append(str(tmp_path / f"{s.stem}.o"))
+        subprocess.run([find_tool("clang-19"), *flags, "-c", str(s), "-o", objs[-1]], check=True)
+    elf = tmp_path / "sizes.elf"
+    subprocess.run([find_tool("arm-none-eabi-gcc"), "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
+                    "-mfpu=fpv4-sp-d16", "-nostartfiles", "-T", str(DATA / "link.ld"), "-Wl,--gc-sections",
+                    str(DATA / "startup.S"), *objs, "-lc", "-lgcc", "-o", str(elf)], check=True)  # fmt: skip
+    r = subprocess.run(qemu.qemu_command(elf), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and lines[-1:] == ["end"], r.stdout[-300:]
+    got = {ln.split()[0]: [int(w, 16) for w in ln.split()[1:]] for ln in lines[:-1]}
+    for i, (ind, fd) in enumerate(BUFFER_CASES):
+        # capture's conv scratch, and its fully connected context (no buffer: kernel sums are Helium's)
+        assert got[f"case{i}"] == [cmsis_calls.convolve_s8_buffer_size(fd, ind[3]), 0], (ind, fd)

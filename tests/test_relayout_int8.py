@@ -12,12 +12,12 @@ MODULE = """@q = constant { ptr, ptr } { ptr @m, ptr @s }
 @bvar = global [2 x i32] zeroinitializer
 
 define void @f(ptr %x, ptr %y) {
-  %a = call i32 @arm_convolve_s8(ptr @c, ptr @p, ptr @q, ptr @d, ptr %x, ptr @d, ptr @w, ptr @d, ptr @b, ptr @d, ptr %y)
-  %b = call i32 @arm_convolve_s8(ptr @c, ptr @p, ptr @q, ptr @d, ptr %x, ptr @d, ptr @w, ptr @d, ptr @bvar, ptr @d, ptr %y)
+  %a = call i32 @arm_convolve_s8(ptr @c, ptr @p, ptr @q, ptr @d, ptr %x, ptr @d, ptr @w, ptr @d, ptr @b, ptr null, ptr @d, ptr %y)
+  %b = call i32 @arm_convolve_s8(ptr @c, ptr @p, ptr @q, ptr @d, ptr %x, ptr @d, ptr @w, ptr @d, ptr @bvar, ptr null, ptr @d, ptr %y)
   ret void
 }
 
-declare i32 @arm_convolve_s8(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)
+declare i32 @arm_convolve_s8(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)
 """
 
 

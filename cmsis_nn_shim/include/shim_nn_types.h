@@ -1,8 +1,8 @@
 /*
  * shim_nn_types.h (cmsis_nn_shim) -- the public CMSIS-NN types.
  *
- * Same names, members, member order and enum values as CMSIS-NN v6.0.0 (its arm_nn_types.h
- * V.3.2.0 of 11 April 2024), so code written against CMSIS-NN builds against the shim and
+ * Same names, members, member order and enum values as CMSIS-NN v7.0.0 (its arm_nn_types.h
+ * V.3.5.0), so code written against CMSIS-NN builds against the shim and
  * the other way round. Written for this project; see cmsis_nn_shim/README.md.
  */
 #ifndef SHIM_NN_TYPES_H
@@ -80,6 +80,15 @@ typedef struct
     int32_t shift;
 } cmsis_nn_per_tensor_quant_params;
 
+/* Per-channel or per-tensor requantization (the wrappers' choice): with is_per_channel 0 the
+   arrays hold one pair. */
+typedef struct
+{
+    int32_t *multiplier;
+    int32_t *shift;
+    int32_t is_per_channel;
+} cmsis_nn_quant_params;
+
 /* Output clamp (the fused activation). */
 typedef struct
 {
@@ -138,6 +147,21 @@ typedef struct
     int32_t output_offset;
     cmsis_nn_activation activation;
 } cmsis_nn_fc_params;
+
+/* Batch matrix multiplication: adj_x / adj_y transpose the left / right operand. */
+typedef struct
+{
+    const bool adj_x;
+    const bool adj_y;
+    cmsis_nn_fc_params fc_params;
+} cmsis_nn_bmm_params;
+
+/* Transpose: output dimension i is input dimension permutations[i]. */
+typedef struct
+{
+    const int32_t num_dims;
+    const uint32_t *permutations;
+} cmsis_nn_transpose_params;
 
 /* SVDF. */
 typedef struct

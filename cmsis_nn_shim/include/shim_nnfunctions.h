@@ -1,8 +1,8 @@
 /*
  * shim_nnfunctions.h (cmsis_nn_shim) -- the part of CMSIS-NN's public API the shim implements.
  *
- * Signatures and semantics are those of CMSIS-NN v6.0.0 (arm_nnfunctions.h V.16.0.0,
- * 23 April 2024): TensorFlow Lite int8 quantization, NHWC activations, requantization with
+ * Signatures and semantics are those of CMSIS-NN v7.0.0 (arm_nnfunctions.h V.18.0.0,
+ * 4 November 2024): TensorFlow Lite int8 quantization, NHWC activations, requantization with
  * arm_nn_requantize() (shim_nnsupportfunctions.h). A real CMSIS-NN checkout can replace the
  * shim (see specializer/cmsis.py); code calling these functions builds against either.
  */
@@ -30,13 +30,18 @@ extern "C" {
  *   filter_dims   [C_OUT, HK, WK, CK], filter_data OHWI int8. CK == C_IN, or grouped
  *                 convolution with C_IN = G * CK and C_OUT = G * M (G groups of M channels)
  *   bias_dims     [C_OUT]; bias_data int32, may be NULL
+ *   upscale_dims  NULL, or h / w == 2 to upscale the input 2x in that dimension (new in v7.0.0,
+ *                 for transposed convolution): input_dims then give the upscaled size,
+ *                 twice the data's rows / columns; data row r is upscaled row 2r, and the
+ *                 odd upscaled rows / columns hold the zero point
  *   output_dims   [N, H_OUT, W_OUT, C_OUT], output_data NHWC int8
  *
  *   out[n][y][x][o] = clamp(requantize(bias[o] + sum (in[n][iy][ix][g*CK + c] + input_offset)
  *                                        * filter[o][ky][kx][c], mult[o], shift[o])
  *                           + output_offset, act.min, act.max)
  *   with iy = y*stride.h - padding.h + ky*dilation.h (likewise ix) and g = o / M; taps outside
- *   the input contribute nothing (the padding value is the input zero point).
+ *   the input, and upscaled taps between input rows / columns, contribute nothing (their
+ *   value is the input zero point).
  *
  * Returns ARM_CMSIS_NN_ARG_ERROR when ctx->buf is NULL or the group layout is invalid, else
  * ARM_CMSIS_NN_SUCCESS.
@@ -50,6 +55,7 @@ arm_cmsis_nn_status arm_convolve_s8(const cmsis_nn_context *ctx,
                                     const int8_t *filter_data,
                                     const cmsis_nn_dims *bias_dims,
                                     const int32_t *bias_data,
+                                    const cmsis_nn_dims *upscale_dims,
                                     const cmsis_nn_dims *output_dims,
                                     int8_t *output_data);
 

@@ -1,0 +1,129 @@
+"""cmsis_api: the CMSIS-NN v7.0.0 API captured models call. The shim declares exactly it, the
+calls capture emits match it, and a checkout with another API (v6.0.0's arm_convolve_s8, a
+struct laid out differently, a missing function) stops the library build with one line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from specializer import cmsis, cmsis_api, cmsis_calls, libjit
+from specializer.errors import UserError
+from specializer.libcalls import Operand
+from specializer.thunks import Const, Slice
+from specializer.tools import find_tool, repo_root
+
+SHIM = repo_root() / "cmsis_nn_shim"
+
+V7_CONV = """                                    const int32_t *bias_data,
+                                    const cmsis_nn_dims *upscale_dims,
+                                    const cmsis_nn_dims *output_dims,"""
+V6_CONV = """                                    const int32_t *bias_data,
+                                    const cmsis_nn_dims *output_dims,"""
+
+
+def headers_only(root: Path) -> Path:
+    """A checkout's Include/ and Source/ made of the shim's headers under CMSIS-NN's names."""
+    (root / "Include" / "Internal").mkdir(parents=True)
+    (root / "Source" / "ConvolutionFunctions").mkdir(parents=True)
+    for h in (SHIM / "include").glob("*.h"):
+        shutil.copy(h, root / "Include" / h.name)
+    for api in ("arm_nnfunctions.h", "arm_nnsupportfunctions.h"):
+        shutil.copy(SHIM / "include" / api.replace("arm_", "shim_"), root / "Include" / api)
+    return root
+
+
+def check(root: Path) -> None:
+    nn = cmsis.cmsis_nn(str(root))
+    cmsis_api.check(nn.root, find_tool("clang-19"), libjit.compile_flags(repo_root() / "libkernels", nn,
+                                                                          cmsis.cmsis_dsp()))
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
+
+
+def test_the_shim_declares_the_v7_api(tmp_path):
+    check(headers_only(tmp_path / "nn"))  # raises on any difference
+
+
+def one_line_error(root: Path, monkeypatch, tmp_path) -> str:
+    with pytest.raises(UserError) as e:
+        check(root)
+    msg = str(e.value)
+    assert "\n" not in msg and f"CMSIS-NN checkout at {root.resolve()}" in msg and "v7.0.0" in msg
+    # the library build stops on it too, before compiling anything
+    monkeypatch.setattr(libjit, "build_dir", lambda: tmp_path / "build")
+    with pytest.raises(UserError) as e2:
+        libjit.build(cmsis_nn_path=str(root))
+    assert str(e2.value) == msg
+    assert not (tmp_path / "build" / "libjit").exists() or not list((tmp_path / "build" / "libjit").glob("*.bc"))
+    return msg
+
+
+def test_v6_convolve_signature_is_refused(tmp_path, monkeypatch):
+    root = headers_only(tmp_path / "nn")
+    edit(root / "Include" / "arm_nnfunctions.h", V7_CONV, V6_CONV)  # CMSIS-NN v6.0.0's arm_convolve_s8
+    msg = one_line_error(root, monkeypatch, tmp_path)
+    assert "function arm_convolve_s8 differs" in msg and "bias_data, upscale_dims, output_dims" in msg
+
+
+def test_struct_layout_is_checked(tmp_path, monkeypatch):
+    root = headers_only(tmp_path / "nn")
+    edit(root / "Include" / "shim_nn_types.h", "    int32_t input_offset;\n    int32_t filter_offset;\n",
+         "    int32_t filter_offset;\n    int32_t input_offset;\n")
+    msg = one_line_error(root, monkeypatch, tmp_path)
+    assert "struct cmsis_nn_fc_params: field input_offset differs" in msg and "at byte 0" in msg
+
+
+def test_missing_function_is_named(tmp_path, monkeypatch):
+    root = headers_only(tmp_path / "nn")
+    edit(root / "Include" / "arm_nnfunctions.h", "int32_t arm_fully_connected_s8_get_buffer_size(",
+         "int32_t arm_fully_connected_s8_get_buffer_size_old(")
+    msg = one_line_error(root, monkeypatch, tmp_path)
+    assert "function arm_fully_connected_s8_get_buffer_size is not declared" in msg
+
+
+def test_headers_that_do_not_compile(tmp_path, monkeypatch):
+    root = headers_only(tmp_path / "nn")
+    edit(root / "Include" / "shim_nn_types.h", "#include <stdint.h>\n", "#include <stdint.h>\nfloat16_t broken;\n")
+    msg = one_line_error(root, monkeypatch, tmp_path)
+    assert "headers do not compile for Cortex-M4" in msg and "shim_nn_types.h" in msg and "float16_t" in msg
+
+
+def _flat(args) -> list:
+    return [a.name if isinstance(a, Const) else a for a in args]
+
+
+def test_emitted_calls_have_the_v7_arity_and_layouts():
+    """The calls capture emits: one argument per parameter of FUNCTIONS, each struct as many
+    32-bit words as LAYOUTS gives it, and upscale_dims NULL."""
+    arity = {f.name: len(f.params) for f in cmsis_api.FUNCTIONS}
+    s8 = lambda dims, alloc: Operand(Slice(alloc, 0, 4096), "s8", dims, tuple(reversed(range(len(dims)))))  # noqa: E731
+    s32 = lambda n, alloc: Operand(Slice(alloc, 0, 4 * n), "s32", (n,), (0,))  # noqa: E731
+    conv = {"op": "convolve_s8", "input_dims": (1, 5, 6, 3), "filter_dims": (4, 3, 3, 3),
+            "output_dims": (1, 5, 6, 4), "padding": ((1, 1), (1, 1)), "stride": (1, 1), "activation": (-128, 127),
+            "input_offset": 3, "output_offset": -2, "multipliers": [1 << 30] * 4, "shifts": [-3] * 4}  # fmt: skip
+    call = cmsis_calls.lower("c", conv, [s8((1, 5, 6, 3), 1), s8((4, 3, 3, 3), 2), s32(4, 3)], s8((1, 5, 6, 4), 4))
+    assert call.function == "arm_convolve_s8" and len(call.args) == arity["arm_convolve_s8"]
+    assert _flat(call.args)[9] is None  # upscale_dims
+    words = {c.name.rsplit(".", 1)[1]: c.type for c in call.args if isinstance(c, Const)}
+    layouts = cmsis_api.LAYOUTS
+    assert words["params"] == f"[{len(layouts['cmsis_nn_conv_params'])} x i32]"
+    assert words["ctx"] == "{ ptr, i32 }" and len(layouts["cmsis_nn_context"]) == 2
+    assert words["input_dims"] == "[4 x i32]" and len(layouts["cmsis_nn_dims"]) == 4
+    dw = dict(conv, op="depthwise_conv_s8", filter_dims=(1, 3, 3, 3), output_dims=(1, 5, 6, 3), ch_mult=1,
+              multipliers=[1 << 30] * 3, shifts=[-3] * 3)
+    call = cmsis_calls.lower("d", dw, [s8((1, 5, 6, 3), 1), s8((1, 3, 3, 3), 2), s32(3, 3)], s8((1, 5, 6, 3), 4))
+    assert len(call.args) == arity["arm_depthwise_conv_s8"]
+    assert call.args[1].type == f"[{len(layouts['cmsis_nn_dw_conv_params'])} x i32]"
+    fc = {"op": "fully_connected_s8", "batch": 1, "in_features": 8, "out_features": 3, "activation": (-128, 127),
+          "input_offset": 1, "output_offset": 0, "multipliers": [1 << 30], "shifts": [-2]}  # fmt: skip
+    call = cmsis_calls.lower("f", fc, [s8((1, 8), 1), s8((3, 8), 2), s32(3, 3)], s8((1, 3), 4))
+    assert len(call.args) == arity["arm_fully_connected_s8"]
+    assert call.args[1].type == f"[{len(layouts['cmsis_nn_fc_params'])} x i32]"
+    assert call.args[2].type == f"[{len(layouts['cmsis_nn_per_tensor_quant_params'])} x i32]"
