@@ -23,6 +23,8 @@ specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.l
 specialize examples [NAME ...]             capture and run the bundled example models
 specialize diff BASE.json NEW.json         compare two reports (flash, RAM, instructions, est. cycles);
                                            --fail-on cycles:+2%,flash:+1% exits 1 on a regression
+specialize diff-ir A B                     what changed between two modules (.ll files or build
+                                           directories), function by function
 specialize bundle FILE.ll -o DIR           one variant (default all-args) as an object, static library,
                                            C header and example main.c for a firmware
 specialize --print-pipeline [--all-args]   each variant's pass pipeline as text, one line per variant
@@ -245,9 +247,9 @@ lists the passes); 'relayout' (all-args) re-lays out weights in the model before
 with the kernels. pipeline.txt holds the steps after 'link': 'specialize opt
 -passes="$(cat DIR/<variant>/pipeline.txt)" DIR/<variant>/linked.ll' gives its optimized.ll.
 
-artifacts in DIR/<variant>/: linked.ll, pipeline.txt, specialized.ll, optimized.ll,
-specialization.log and .json, profile.txt and .json (per function: instructions, est. cycles),
-firmware.elf; DIR/report.md and DIR/report.json hold the comparison.
+artifacts in DIR/<variant>/: linked.ll, pipeline.txt, specialized.ll, optimized.ll (each .ll
+with a .diff.ll), specialization.log and .json, profile.txt and .json (per function:
+instructions, est. cycles), firmware.elf; DIR/report.md and DIR/report.json hold the comparison.
 """
 
 
@@ -477,6 +479,45 @@ def _diff(argv: list[str]) -> int:
     return 1 if d.regressed else 0
 
 
+DIFF_IR_EPILOG = """\
+A, B: .ll files, or a variant's build directory (its optimized.ll, or --stage's). Both are
+rendered as diff-oriented text (what a build writes as *.diff.ll: name order, stable value
+names, attribute groups inlined, metadata named by content, big initializers summarized), and
+types, globals and functions are paired by name: one line per added, removed or changed one,
+then a unified diff of each changed one. A specialization.json next to a .ll labels the clones.
+exit status: 0 (whatever changed); 2 bad input (one line on stderr).
+"""
+
+
+def _diff_ir(argv: list[str]) -> int:
+    from . import diffir
+
+    p = argparse.ArgumentParser(prog="specialize diff-ir", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=DIFF_IR_EPILOG,
+                                description="Show what changed between two LLVM modules, function by function.")
+    p.add_argument("a", metavar="A", help="the old module: a .ll file or a build directory")
+    p.add_argument("b", metavar="B", help="the new module: a .ll file or a build directory")
+    p.add_argument("--stage", choices=diffir.STAGES, default="optimized",
+                   help="which module of a build directory (default optimized)")
+    p.add_argument("-U", "--unified", type=int, default=3, metavar="N", help="lines of context (default 3)")
+    p.add_argument("--names-only", action="store_true", help="list what changed, without the diffs")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    a = p.parse_args(argv)
+    if a.unified < 0:
+        p.error("-U must be >= 0")
+    left, right = diffir.load(Path(a.a), a.stage), diffir.load(Path(a.b), a.stage)
+    d = diffir.compare(left, right, a.a, a.b, a.unified)
+    text = diffir.render(d, a.names_only)
+    if a.output:
+        try:
+            Path(a.output).write_text(text)
+        except OSError as e:
+            raise UserError(f"{a.output}: cannot write: {e.strerror}") from None
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 OPT_EPILOG = """\
 A pipeline is PASS or PASS{OPTION=VALUE,...}, comma-separated: 'O2', 'specialize{mode=all-args,rounds=4}'
 (an option left out takes its default). 'specialize --print-pipeline' prints each variant's.
@@ -570,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv and argv[0] == "help":  # `specialize help [COMMAND]`, as git and LLVM tools have it
         commands = {"run": _run, "capture": _capture, "examples": _examples, "diff": _diff, "bundle": _bundle,
-                    "opt": _opt}
+                    "diff-ir": _diff_ir, "opt": _opt}
         if len(argv) == 1:
             print(USAGE, end="")
             return 0
@@ -584,6 +625,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] == "diff":
             return _diff(argv[1:])
+        if argv and argv[0] == "diff-ir":
+            return _diff_ir(argv[1:])
         if argv and argv[0] == "capture":
             return _capture(argv[1:])
         if argv and argv[0] == "examples":

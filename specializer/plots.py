@@ -6,7 +6,7 @@ Input is the report as scripts/benchmark.py writes it (reports/variants.json: "m
 
 * `<model>.png`: flash and est. cycles of each variant, side by side.
 * `<model>-profile.png`: est. cycles of the functions that cost most, one bar per variant; a
-  clone (`f__spec3`) counts as its callee `f`, so a variant's specialized kernels line up with
+  clone (`f.spec.1a2b3c4d`) counts as its callee `f`, so a variant's specialized kernels line up with
   the others' originals.
 * `summary.png`: geometric means over the models of each variant's flash, RAM and est. cycles
   as a ratio to `lto`.
@@ -22,7 +22,8 @@ from pathlib import Path
 
 TOP_FUNCTIONS = 10  # functions shown per profile plot; the rest is one "other" bar
 DPI = 100
-_CLONE = re.compile(r"__spec\d+$")
+# a clone's suffix (specialize.clone_name), and the numbered one reports made before it
+_CLONE = re.compile(r"(\.spec\.[0-9a-f]{8}(\.\d+)?|__spec\d+)$")
 # PNG text chunks matplotlib writes by default ("Software": its version); None leaves them out
 METADATA = {"Software": None}
 

@@ -1,12 +1,12 @@
 """Call-site specialization: clone a callee for the constant arguments of its call sites.
 
 For every call of a defined function that passes constant arguments, a clone
-``@<callee>__spec<N>`` takes only the remaining (non-constant) arguments; its body is one call
+``@<callee>.spec.<hash>`` takes only the remaining (non-constant) arguments; its body is one call
 of the original with the constants in place, marked ``alwaysinline``, so the always-inliner
 later puts the callee's body into the clone where constant propagation folds it. The call
 site is rewritten to call the clone. Call sites with the same callee and the same constants
-share one clone. N counts clones per callee in the order of their first call site in the
-module.
+share one clone. The hash is of the callee and its constants only (`clone_name`), so a clone
+keeps its name when other call sites come or go.
 
 Modes:
 
@@ -35,6 +35,7 @@ printed again, so it is canonical and byte-identical for the same input.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -54,7 +55,9 @@ _ADDRESS_KINDS = {
     llvm.ValueKind.constant_data_array, llvm.ValueKind.constant_data_vector,
     llvm.ValueKind.constant_array, llvm.ValueKind.constant_struct, llvm.ValueKind.constant_vector,
 }
-_SPEC_SUFFIX = re.compile(r"(__spec\d+)+$")
+# a clone's suffix: ".spec." + HASH_DIGITS hex digits (+ ".<n>" when that name was taken)
+_SPEC_SUFFIX = re.compile(r"(\.spec\.[0-9a-f]{8}(\.\d+)?)+$")
+HASH_DIGITS = 8
 _SCALAR_TYPE = re.compile(r"^(i\d+|half|bfloat|float|double)$")
 _BARE_NAME = re.compile(r"^[-a-zA-Z$._][-a-zA-Z$._0-9]*$")
 _GLOBAL_REF = re.compile(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)')
@@ -205,6 +208,48 @@ class Specialized:
                 out.append(f"    size: clone adds {s.clone_bytes} bytes; callee {s.callee_bytes} bytes "
                            "(with the functions it calls)")
         return "\n".join(out) + "\n"
+
+
+def constants_text(pairs) -> str:
+    """The canonical text of constant arguments, (index, typed value) pairs: "0: i32 16\n2: ptr @w"."""
+    return "\n".join(f"{i}: {v}" for i, v in sorted(pairs))
+
+
+def lineage(history) -> dict[str, tuple[str, tuple, tuple]]:
+    """Clone -> (the original function, the constants it fixes at that function's parameter
+    positions, the original positions of its own parameters), from the call sites of earlier
+    rounds in order. A clone's clone composes: f with arg 2 fixed, then arg 0 of that, is f
+    with args 0 and 2 fixed, whatever order the rounds found them in."""
+    out: dict[str, tuple[str, tuple, tuple]] = {}
+    for s in history:
+        if not s.clone or s.clone in out:
+            continue
+        root, fixed, kept = out.get(s.callee, (s.callee, (), tuple(range(s.nargs))))
+        here = {a.index for a in s.const}
+        fixed = tuple(sorted(fixed + tuple((kept[a.index], a.value) for a in s.const)))
+        out[s.clone] = (root, fixed, tuple(k for i, k in enumerate(kept) if i not in here))
+    return out
+
+
+def clone_name(callee: str, const, taken=frozenset(), history: dict | None = None) -> str:
+    """`<root>.spec.<hash>`: root is the original function (a clone's clone is `f.spec.<h2>`,
+    not `f.spec.<h1>.spec.<h2>`); the hash is of the root and every constant fixed at its
+    parameter positions (`lineage`, from `history`), so the name depends on nothing else: not on
+    call-site order (editing one layer renames no other layer's clones) nor on the rounds that
+    fixed the constants. A name already in `taken` gets `.2`, `.3`, ... (in call-site order, the
+    only order-dependent part: a hash collision, or the same constants reached twice)."""
+    root, fixed, kept = (history or {}).get(callee, (None, (), ()))
+    if root is None:
+        root, pairs = callee, tuple((a.index, a.value) for a in const)
+    else:
+        pairs = fixed + tuple((kept[a.index], a.value) for a in const)
+    digest = hashlib.sha256(f"{root}\0{constants_text(pairs)}".encode()).hexdigest()[:HASH_DIGITS]
+    root = _SPEC_SUFFIX.sub("", root) or root  # a clone whose lineage is unknown
+    name, n = f"{root}.spec.{digest}", 1
+    while name in taken:
+        n += 1
+        name = f"{root}.spec.{digest}.{n}"
+    return name
 
 
 def merge(rounds: list[Specialized]) -> Specialized:
@@ -644,7 +689,7 @@ def _flash_refusals(sizes: CodeSizes, candidates: list, measured: dict, refused:
 def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None,
                flash_budget: int | None = None, sizer: SIZER | None = None, shapes: dict | None = None,
                where: str = "module.ll", round: int = 1, first_number: int = 1,
-               skip: frozenset = frozenset(), reserved: frozenset = frozenset()) -> Specialized:
+               skip: frozenset = frozenset(), reserved: frozenset = frozenset(), earlier: tuple = ()) -> Specialized:
     """Specialize every call site of `text` with constant arguments (see the module docstring).
 
     sizer: module text -> {function: code bytes}, required with max_growth or flash_budget.
@@ -653,7 +698,8 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
     shapes: global symbol -> (dtype, shape), to describe weights in the log.
     round, first_number, skip, reserved: for later rounds (see `merge`); `skip` holds the call
     sites refused before (Specialized.refused_keys), left alone and not logged again; `reserved`
-    the names of earlier rounds' clones, never reused even when a clone has been inlined away."""
+    the names of earlier rounds' clones, never reused even when a clone has been inlined away;
+    `earlier` their call sites, so a clone's clone is named by everything it fixes (`lineage`)."""
     if mode not in MODES:
         raise UserError(f"unknown specialization mode '{mode}' (use {' or '.join(MODES)})")
     if max_growth is not None and max_growth <= 0:
@@ -663,19 +709,14 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
     calls = [c for c in planner.calls() if _site_key(c.caller, c.callee, c.const) not in skip]
 
     clones: dict[tuple, _Clone] = {}
-    per_callee: dict[str, int] = {}
     taken = set(m.functions) | set(reserved)
+    history = lineage(earlier)
     for call in calls:
         if call.problem:
             continue
         key = (call.callee, tuple((a.index, a.value) for a in call.const))
         if key not in clones:
-            root = _SPEC_SUFFIX.sub("", call.callee) or call.callee  # a clone's clone: f__spec2, not f__spec0__spec0
-            n = per_callee.get(root, 0)
-            while f"{root}__spec{n}" in taken:
-                n += 1
-            per_callee[root] = n + 1
-            name = f"{root}__spec{n}"
+            name = clone_name(call.callee, call.const, taken, history)
             taken.add(name)
             clones[key] = _Clone(name, call.callee, key, call)
         clones[key].sites.append(call)

@@ -29,7 +29,8 @@ Artifacts (text, byte-identical when the same input is built twice):
 `specialized.ll` (after the last specialization round, before the final constprop and O2;
 rounds after the first see the constprop of the ones before), `optimized.ll`, `pipeline.txt`
 (the passes after `link`: `specialize opt -passes="$(cat pipeline.txt)" linked.ll` rebuilds
-optimized.ll; pipeline.py), and `specialization.log` / `specialization.json`. `separate` writes
+optimized.ll; pipeline.py), and `specialization.log` / `specialization.json`, and next to each
+`.ll` its diff-oriented text (`optimized.diff.ll`, ...: difftext.py). `separate` writes
 `optimized.ll` of the model module alone (its pipeline.txt runs on model.ll).
 
 Each variant is defined by its pass pipeline (`pipeline_for`, printed by `specialize
@@ -49,7 +50,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 
-from . import codegen, ir, libjit, passes
+from . import codegen, difftext, ir, libjit, passes
 from .errors import UserError
 from .inputs import Model
 from .retarget import FLASH_BYTES
@@ -110,6 +111,12 @@ class Build:
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def _write_ir(path: Path, text: str, spec: Specialized | None = None) -> Path:
+    """A module's text and, next to it, its diff-oriented text (difftext.py; `spec`'s clones labeled)."""
+    difftext.write(difftext.diff_path(path), text, path.name, difftext.clone_notes(spec.sites) if spec else None)
+    return _write(path, text)
 
 
 def _library(ctx=None) -> llvm.ModuleRef:
@@ -254,7 +261,8 @@ def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | Non
         spec = specialize(text, mode, max_growth=options.max_growth, flash_budget=options.flash_budget,
                           sizer=lambda t: code_sizes(t, threshold, options.pre_unroll), shapes=shapes, where=where,
                           round=r, first_number=number, skip=skip,
-                          reserved=frozenset(c for x in rounds for c in x.clones))
+                          reserved=frozenset(c for x in rounds for c in x.clones),
+                          earlier=tuple(s for x in rounds for s in x.sites))
         rounds.append(spec)
         text = spec.text
         skip = skip | spec.refused_keys()
@@ -346,7 +354,7 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
     if variant == "separate":
         steps = p.parse(p.to_text(pipeline_for(variant, options)))
         mod = p.run(steps, p.State(model.path.name, str(model.path), model.text)).as_module()
-        _write(out_dir / "optimized.ll", str(mod))
+        _write_ir(out_dir / "optimized.ll", str(mod))
         _write(out_dir / "pipeline.txt", p.to_text(steps) + "\n")
         lib = _library()
         passes.optimize(lib)
@@ -354,16 +362,16 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
         return Build(variant, out_dir, objs)
 
     o = optimized(model, variant, options, annotate)
-    _write(out_dir / "linked.ll", o.linked)
+    _write_ir(out_dir / "linked.ll", o.linked)
     _write(out_dir / "pipeline.txt", p.to_text(p.after_link(o.pipeline)) + "\n")
     if o.spec is None:
-        _write(out_dir / "optimized.ll", str(o.module))
+        _write_ir(out_dir / "optimized.ll", str(o.module))
         return Build(variant, out_dir, (_emit(o.module, out_dir / "model.o", data_sections),))
-    _write(out_dir / "specialized.ll", o.spec.text)
+    _write_ir(out_dir / "specialized.ll", o.spec.text, o.spec)
     _write(out_dir / "specialization.log", o.log_text())
     _write(out_dir / "specialization.json", o.spec.log_json())
     if o.relaid:
         _write(out_dir / "relayout.json", json.dumps([asdict(r) for r in o.relaid], indent=1, sort_keys=True) + "\n")
     mod, spec = o.module, o.spec
-    _write(out_dir / "optimized.ll", str(mod))
+    _write_ir(out_dir / "optimized.ll", str(mod), spec)
     return Build(variant, out_dir, (_emit(mod, out_dir / "model.o", data_sections),), spec)

@@ -16,7 +16,7 @@ def test_help_lists_commands():
 
 
 def test_help_of_each_command_names_it():
-    for cmd in ("run", "capture", "examples", "diff", "opt"):
+    for cmd in ("run", "capture", "examples", "diff", "diff-ir", "opt"):
         r = run_cli("help", cmd)
         assert r.returncode == 0, r.stderr
         assert r.stdout.startswith(f"usage: specialize {cmd} "), r.stdout
@@ -28,7 +28,7 @@ def test_help_of_unknown_command_is_one_line():
     r = run_cli("help", "frobnicate")
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        "specialize: error: help: no command 'frobnicate' (have: run, capture, examples, diff, bundle, opt, specialize)"]
+        "specialize: error: help: no command 'frobnicate' (have: run, capture, examples, diff, bundle, diff-ir, opt, specialize)"]
 
 
 def test_progress_on_stderr_and_quiet(captured, tmp_path):

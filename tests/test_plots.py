@@ -38,7 +38,9 @@ def test_profile_counts_clones_as_their_callee(tmp_path):
     one = plots.profile_plot("mlp", mlp, tmp_path / "one.png").read_bytes()
     fewer = {**mlp, "dims": [r for r in mlp["dims"] if r["name"] != "libjit_matmul_f32__spec1"]}
     assert plots.profile_plot("mlp", fewer, tmp_path / "two.png").read_bytes() != one
-    assert plots._callee("libjit_matmul_f32__spec12") == "libjit_matmul_f32"
+    assert plots._callee("libjit_matmul_f32__spec12") == "libjit_matmul_f32"  # reports made before hashed names
+    assert plots._callee("libjit_matmul_f32.spec.0a1b2c3d") == "libjit_matmul_f32"
+    assert plots._callee("libjit_matmul_f32.spec.0a1b2c3d.2") == "libjit_matmul_f32"
     assert plots.profile_plot("m", {"lto": []}, tmp_path / "none.png") is None  # nothing ran
 
 

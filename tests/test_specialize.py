@@ -119,8 +119,8 @@ def test_round_two_specializes_what_round_one_made_constant():
     log = spec.log_text()
     # round 1: the call in @run; round 2: @inner's call, constant only once @outer's clone has
     # the constants in its body
-    assert "; round 1\n#1 @run -> @outer: kept @outer__spec0" in log
-    assert "; round 2\n#2 @outer__spec0 -> @inner: kept @inner__spec0" in log
+    assert "; round 1\n#1 @run -> @outer: kept @outer.spec.446f5657" in log
+    assert "; round 2\n#2 @outer.spec.446f5657 -> @inner: kept @inner.spec.3577a77d" in log
     assert [s.round for s in spec.sites] == [1, 2]
     assert spec.rounds == 2  # round 3 found nothing new and was not logged
 
@@ -128,6 +128,45 @@ def test_round_two_specializes_what_round_one_made_constant():
 def test_clone_names_are_not_reused_across_rounds():
     spec = variants.specialize_rounds(MODULE, "dims", variants.Options(max_growth=None, rounds=3))
     assert len(spec.clones) == len(set(spec.clones))
+
+
+def test_clone_names_do_not_depend_on_call_site_order():
+    """A clone is named by its callee and constants: a call site added before the others (an
+    edited earlier layer) adds its clone and renames none of the others."""
+    base = (IR / "specialize_shared.ll").read_text()
+    edited = base.replace("  call void @relu(ptr %a, i32 16)\n",
+                          "  call void @relu(ptr %b, i32 8)\n  call void @relu(ptr %a, i32 16)\n")
+    assert edited != base
+    before, after = (specialize(t, "dims") for t in (base, edited))
+    assert [s.clone for s in before.sites] == ["relu.spec.c4722f32", "relu.spec.412d416b", "relu.spec.c4722f32"]
+    assert [s.clone for s in after.sites] == ["relu.spec.4165a057", *(s.clone for s in before.sites)]
+
+
+def test_clone_name_collision_gets_a_number():
+    from specializer.specialize import ConstArg, clone_name
+
+    const = (ConstArg(1, "i32 16", "i32 16"),)
+    first = clone_name("relu", const)
+    assert first == "relu.spec.c4722f32"
+    assert clone_name("relu", const, {first}) == first + ".2"
+    assert clone_name("relu", const, {first, first + ".2"}) == first + ".3"
+    # a clone whose lineage is unknown is named after its root, with its own name in the hash
+    assert clone_name(first, const).startswith("relu.spec.") and clone_name(first, const) != first
+
+
+def test_a_clones_clone_is_named_by_everything_it_fixes():
+    """f with arg 2 fixed in round 1, then arg 0 of that clone in round 2, is f with args 0 and 2
+    fixed: the same name as one round fixing both (no matter which round found which)."""
+    from specializer.specialize import ConstArg, Site, clone_name, lineage
+
+    first = Site(1, 1, "run", "f", 3, (ConstArg(2, "i32 1", "i32 1"),), "kept", "f.spec.0000aaaa")
+    history = lineage([first])
+    assert history["f.spec.0000aaaa"] == ("f", ((2, "i32 1"),), (0, 1))
+    two_rounds = clone_name("f.spec.0000aaaa", (ConstArg(0, "ptr @w", "@w"),), history=history)
+    one_round = clone_name("f", (ConstArg(0, "ptr @w", "@w"), ConstArg(2, "i32 1", "i32 1")))
+    assert two_rounds == one_round and two_rounds.startswith("f.spec.")
+    # arg 1 of the clone is f's arg 1: another name
+    assert clone_name("f.spec.0000aaaa", (ConstArg(1, "ptr @w", "@w"),), history=history) != one_round
 
 
 def test_budget_needs_a_sizer_and_a_positive_factor():
@@ -152,7 +191,7 @@ def test_json_log_lists_every_site():
     data = json.loads(spec.log_json())
     assert data["mode"] == "all-args" and data["counts"] == {"kept": 1, "shared": 0, "refused": 0}
     (site,) = data["sites"]
-    assert site["caller"] == "run" and site["callee"] == "outer" and site["clone"] == "outer__spec0"
+    assert site["caller"] == "run" and site["callee"] == "outer" and site["clone"] == "outer.spec.446f5657"
     assert [a["summary"] for a in site["const"]] == ["@w (i32[3], 12 bytes, constant)", "i32 3"]
 
 
@@ -215,13 +254,13 @@ def test_emit_writes_the_specialized_module(tmp_path):
     r = run_cli("--all-args", ll, "--emit", "specialized-ll", "-o", spec_ll, "--log", log)
     assert r.returncode == 0, r.stderr
     spec = spec_ll.read_text()
-    assert "i32 @outer__spec0()" in spec and "i32 @inner__spec0()" in spec  # rounds 1 and 2
-    assert "#1 @run -> @outer: kept @outer__spec0" in log.read_text()
+    assert "i32 @outer.spec.446f5657()" in spec and "i32 @inner.spec.3577a77d()" in spec  # rounds 1 and 2
+    assert "#1 @run -> @outer: kept @outer.spec.446f5657" in log.read_text()
     r = run_cli("--all-args", ll, "-S", "-o", opt_ll)
     assert r.returncode == 0, r.stderr
     opt = opt_ll.read_text()
     # @inner's loop over the constant weights is unrolled by O2 and folded: 1 + 2 + 3
-    assert "i32 @inner__spec0()" in opt and "ret i32 6" in opt
+    assert "i32 @inner.spec.3577a77d()" in opt and "ret i32 6" in opt
 
 
 def test_wrong_target_triple(tmp_path):

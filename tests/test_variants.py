@@ -8,7 +8,8 @@ import sys
 from specializer import inputs, variants
 
 SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
-ARTIFACTS = ("linked.ll", "specialized.ll", "optimized.ll", "specialization.log", "specialization.json")
+ARTIFACTS = ("linked.ll", "specialized.ll", "optimized.ll", "specialization.log", "specialization.json",
+             "linked.diff.ll", "specialized.diff.ll", "optimized.diff.ll")
 
 
 def test_every_variant_passes_and_rebuild_is_identical(captured, tmp_path):
@@ -52,6 +53,7 @@ def test_every_variant_passes_and_rebuild_is_identical(captured, tmp_path):
     model = inputs.load(c.model_ll)
     for v in ("lto", "all-args"):  # with the unroll threshold the comparison measured fastest
         variants.build(model, v, tmp_path / "b" / v, variants.Options(unroll_threshold=rows[v]["unroll_threshold"]))
+        assert (out / v / "optimized.diff.ll").exists() and (out / v / "linked.diff.ll").exists()
         for name in ARTIFACTS:
             first = out / v / name
             if first.exists():

@@ -6,17 +6,17 @@
 ; RUN: specialize opt -passes='specialize{mode=all-args,rounds=1,max-growth=none,flash-budget=none},constprop' %s | filecheck --check-prefix=CONSTPROP %s
 ; RUN: specialize opt -passes='specialize{mode=all-args,rounds=1,max-growth=none,flash-budget=none},constprop,O2' %s | filecheck --check-prefix=O2 %s
 ; CHECK-LABEL: define void @run()
-; CHECK-NEXT: call void @scale__spec0()
-; CHECK-LABEL: define internal void @scale__spec0()
+; CHECK-NEXT: call void @scale.spec.e0f238bc()
+; CHECK-LABEL: define internal void @scale.spec.e0f238bc()
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @scale(ptr @out, ptr @in, ptr @w, i32 4) #[[INLINE:[0-9]+]]
 ; CHECK: attributes #[[INLINE]] = { alwaysinline }
 ; CONSTPROP-NOT: define internal void @scale(
-; CONSTPROP-LABEL: define internal {{.*}}@scale__spec0()
+; CONSTPROP-LABEL: define internal {{.*}}@scale.spec.e0f238bc()
 ; CONSTPROP: getelementptr float, ptr @w, i32 %i
 ; CONSTPROP: fmul float
 ; CONSTPROP: icmp {{.*}}ult i32 %i{{.*}}, 3
-; O2-LABEL: define internal {{.*}}@scale__spec0()
+; O2-LABEL: define internal {{.*}}@scale.spec.e0f238bc()
 ; O2-NOT: br
 ; O2: fmul float %{{.*}}, 5.000000e-01
 ; O2: fmul float %{{.*}}, 2.000000e+00

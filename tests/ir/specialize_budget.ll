@@ -5,7 +5,7 @@
 ; CHECK-LABEL: define void @run(ptr %p)
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @poly(ptr %p, i32 64)
-; CHECK-NOT: @poly__spec0
+; CHECK-NOT: @poly.spec.
 ; LOG: max growth 1.5x
 ; LOG: 1 call sites with constant arguments: 0 kept, 0 shared, 1 refused; 0 clones
 ; LOG: #1 @run -> @poly: refused (size budget: clones of @poly would add [[CLONE:[0-9]+]] bytes > 1.5 x its [[CALLEE:[0-9]+]] bytes)

@@ -5,13 +5,13 @@
 ; SPECIALIZE: --all-args --max-growth=2.5
 ; CHECK-LABEL: define void @run()
 ; CHECK-NEXT: entry:
-; CHECK-NEXT: call void @smooth__spec0()
-; CHECK-NEXT: call void @smooth__spec1()
+; CHECK-NEXT: call void @smooth.spec.2f36c502()
+; CHECK-NEXT: call void @smooth.spec.bd9e177e()
 ; CHECK-NEXT: call void @smooth(ptr @c, i32 24)
-; CHECK-NOT: @smooth__spec2
+; CHECK-NOT: call {{.*}}@smooth.spec.
 ; LOG: 3 call sites with constant arguments: 2 kept, 0 shared, 1 refused; 2 clones
-; LOG: #1 @run -> @smooth: kept @smooth__spec0
-; LOG: #2 @run -> @smooth: kept @smooth__spec1
+; LOG: #1 @run -> @smooth: kept @smooth.spec.2f36c502
+; LOG: #2 @run -> @smooth: kept @smooth.spec.bd9e177e
 ; LOG: #3 @run -> @smooth: refused (size budget: clones of @smooth would add {{[0-9]+}} bytes > 2.5 x its {{[0-9]+}} bytes)
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"

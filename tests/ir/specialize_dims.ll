@@ -2,14 +2,14 @@
 ; go into a clone; the pointer arguments stay parameters, constant or not.
 ; SPECIALIZE: --dims
 ; CHECK-LABEL: define void @run()
-; CHECK: call void @scale__spec0(ptr @out, ptr @in)
-; CHECK-LABEL: define internal void @scale__spec0(ptr %arg0, ptr %arg1)
+; CHECK: call void @scale.spec.4b81ea15(ptr @out, ptr @in)
+; CHECK-LABEL: define internal void @scale.spec.4b81ea15(ptr %arg0, ptr %arg1)
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @scale(ptr %arg0, ptr %arg1, i32 8, float 2.500000e+00) #[[INLINE:[0-9]+]]
 ; CHECK-NEXT: ret void
 ; CHECK: attributes #[[INLINE]] = { alwaysinline }
 ; LOG: mode dims
-; LOG: #1 @run -> @scale: kept @scale__spec0
+; LOG: #1 @run -> @scale: kept @scale.spec.4b81ea15
 ; LOG-NEXT: arg 2 = i32 8
 ; LOG-NEXT: arg 3 = float 2.500000e+00
 ; LOG-NEXT: kept as parameters: arg 0, 1

@@ -4,12 +4,12 @@
 ; SPECIALIZE: --dims
 ; CHECK-LABEL: define void @run()
 ; CHECK-NEXT: entry:
-; CHECK: call void @conv__spec0(ptr @buf, ptr @w)
+; CHECK: call void @conv.spec.87a08bf5(ptr @buf, ptr @w)
 ; CHECK: call void @conv2(ptr @buf, ptr %mat)
-; CHECK-LABEL: define internal void @conv__spec0(ptr %arg0, ptr %arg1)
+; CHECK-LABEL: define internal void @conv.spec.87a08bf5(ptr %arg0, ptr %arg1)
 ; CHECK-NEXT: entry:
-; CHECK-NEXT: call void @conv(ptr %arg0, ptr %arg1, ptr @dims, ptr @conv__spec0.arg3, i32 3) #
-; LOG: #1 @run -> @conv: kept @conv__spec0
+; CHECK-NEXT: call void @conv(ptr %arg0, ptr %arg1, ptr @dims, ptr @conv.spec.87a08bf5.arg3, i32 3) #
+; LOG: #1 @run -> @conv: kept @conv.spec.87a08bf5
 ; LOG-NEXT: arg 2 = @dims (i32[4], 16 bytes, constant)
 ; LOG-NEXT: arg 3 = stack object %params (8 bytes, constant) = <{ i32 1, i32 -128 }>
 ; LOG-NEXT: arg 4 = i32 3

@@ -4,15 +4,15 @@
 ; CHECK-LABEL: define void @run()
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @zero(ptr @buf)
-; CHECK-NEXT: call void @fill__spec0(ptr getelementptr (i8, ptr @buf, i32 16))
+; CHECK-NEXT: call void @fill.spec.a77e205c(ptr getelementptr (i8, ptr @buf, i32 16))
 ; CHECK-NEXT: ret void
-; CHECK-NOT: @zero__spec
-; CHECK: define internal void @fill__spec0(ptr %arg0)
+; CHECK-NOT: @zero.spec.
+; CHECK: define internal void @fill.spec.a77e205c(ptr %arg0)
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @fill(ptr %arg0, i32 4) #
 ; LOG: 1 call sites with constant arguments: 1 kept, 0 shared, 0 refused; 1 clones
 ; LOG-NOT: @zero
-; LOG: #1 @run -> @fill: kept @fill__spec0
+; LOG: #1 @run -> @fill: kept @fill.spec.a77e205c
 ; LOG-NEXT: arg 1 = i32 4
 ; LOG-NEXT: kept as parameters: arg 0
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"

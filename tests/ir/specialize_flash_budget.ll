@@ -6,11 +6,11 @@
 ; CHECK-LABEL: define void @run(ptr %p)
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @poly(ptr %p, i32 64)
-; CHECK-NEXT: call void @poly__spec1(ptr %p)
+; CHECK-NEXT: call void @poly.spec.8738269b(ptr %p)
 ; LOG: flash budget 5000 bytes (code + data)
 ; LOG: 2 call sites with constant arguments: 1 kept, 0 shared, 1 refused; 1 clones
 ; LOG: #1 @run -> @poly: refused (flash budget: the build would need {{[0-9]+}} bytes of flash > 5000 (--flash-budget); this clone adds {{[0-9]+}})
-; LOG: #2 @run -> @poly: kept @poly__spec1
+; LOG: #2 @run -> @poly: kept @poly.spec.8738269b
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"
 

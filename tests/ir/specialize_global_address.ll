@@ -3,12 +3,12 @@
 ; SPECIALIZE: --all-args
 ; CHECK-LABEL: define void @run()
 ; CHECK-NEXT: entry:
-; CHECK-NEXT: call void @add__spec0()
-; CHECK-LABEL: define internal void @add__spec0()
+; CHECK-NEXT: call void @add.spec.37d567c4()
+; CHECK-LABEL: define internal void @add.spec.37d567c4()
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @add(ptr getelementptr (i8, ptr @arena, i32 64), ptr @in, i32 4) #
 ; LOG: mode all-args
-; LOG: #1 @run -> @add: kept @add__spec0
+; LOG: #1 @run -> @add: kept @add.spec.37d567c4
 ; LOG-NEXT: arg 0 = @arena+64 (i8[256], 256 bytes, buffer)
 ; LOG-NEXT: arg 1 = @in (f32[4], 16 bytes, buffer)
 ; LOG-NEXT: arg 2 = i32 4

@@ -4,14 +4,14 @@
 ; SPECIALIZE: --all-args
 ; CHECK-LABEL: define i32 @run(i32 %x, i32 %y)
 ; CHECK-NEXT: entry:
-; CHECK-NEXT: %a = call fastcc i32 @mix__spec0(i32 noundef %x)
+; CHECK-NEXT: %a = call fastcc i32 @mix.spec.ce6b696a(i32 noundef %x)
 ; CHECK-NEXT: %b = call fastcc i32 @mix(i32 %x, i32 %y)
-; CHECK: define internal fastcc i32 @mix__spec0(i32 %arg0)
+; CHECK: define internal fastcc i32 @mix.spec.ce6b696a(i32 %arg0)
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: %r = call fastcc i32 @mix(i32 %arg0, i32 7) #
 ; CHECK-NEXT: ret i32 %r
 ; LOG: 1 call sites with constant arguments
-; LOG: #1 @run -> @mix: kept @mix__spec0
+; LOG: #1 @run -> @mix: kept @mix.spec.ce6b696a
 ; LOG-NEXT: arg 1 = i32 7
 ; LOG-NEXT: kept as parameters: arg 0
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"

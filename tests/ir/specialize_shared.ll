@@ -1,21 +1,21 @@
-; Equal call sites (same callee, same constants) share one clone; other constants get the next
-; number, counted per callee in the order of the first call site.
+; Equal call sites (same callee, same constants) share one clone; other constants get another
+; clone, named by a hash of the callee and its constants (not by call-site order).
 ; SPECIALIZE: --dims
 ; CHECK-LABEL: define void @run(ptr %a, ptr %b)
 ; CHECK-NEXT: entry:
-; CHECK-NEXT: call void @relu__spec0(ptr %a)
-; CHECK-NEXT: call void @relu__spec1(ptr %b)
-; CHECK-NEXT: call void @relu__spec0(ptr %b)
+; CHECK-NEXT: call void @relu.spec.c4722f32(ptr %a)
+; CHECK-NEXT: call void @relu.spec.412d416b(ptr %b)
+; CHECK-NEXT: call void @relu.spec.c4722f32(ptr %b)
 ; CHECK-NEXT: ret void
-; CHECK: define internal void @relu__spec0(ptr %arg0)
+; CHECK: define internal void @relu.spec.c4722f32(ptr %arg0)
 ; CHECK: call void @relu(ptr %arg0, i32 16)
-; CHECK: define internal void @relu__spec1(ptr %arg0)
+; CHECK: define internal void @relu.spec.412d416b(ptr %arg0)
 ; CHECK: call void @relu(ptr %arg0, i32 32)
-; CHECK-NOT: define {{.*}}__spec2
+; CHECK-NOT: define {{.*}}@relu.spec.
 ; LOG: 3 call sites with constant arguments: 2 kept, 1 shared, 0 refused; 2 clones
-; LOG: #1 @run -> @relu: kept @relu__spec0
-; LOG: #2 @run -> @relu: kept @relu__spec1
-; LOG: #3 @run -> @relu: shared @relu__spec0
+; LOG: #1 @run -> @relu: kept @relu.spec.c4722f32
+; LOG: #2 @run -> @relu: kept @relu.spec.412d416b
+; LOG: #3 @run -> @relu: shared @relu.spec.c4722f32
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"
 

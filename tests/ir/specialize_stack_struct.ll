@@ -5,14 +5,14 @@
 ; SPECIALIZE: --all-args --constprop
 ; CHECK-LABEL: define void @run()
 ; CHECK-NOT: store
-; CHECK: %r = call fastcc float @sum__spec0()
-; CHECK-LABEL: define internal fastcc float @sum__spec0()
+; CHECK: %r = call fastcc float @sum.spec.8a837697()
+; CHECK-LABEL: define internal fastcc float @sum.spec.8a837697()
 ; CHECK-NOT: load i16
 ; CHECK-NOT: load ptr
 ; CHECK: getelementptr float, ptr @w, i32 %i.i
 ; CHECK: icmp samesign ult i32 %i.i, 5
 ; CHECK: ret float
-; LOG: #1 @run -> @sum: kept @sum__spec0
+; LOG: #1 @run -> @sum: kept @sum.spec.8a837697
 ; LOG-NEXT: arg 0 = stack object %m (8 bytes, constant) = <{ i16 2, i16 3, ptr @w }>
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"

@@ -1,12 +1,12 @@
 ; Before constant propagation: the constant stack struct is a private constant global of the
 ; object's size (unwritten bytes zero), and the clone passes it to the original callee.
 ; SPECIALIZE: --all-args
-; CHECK: @sum__spec0.arg0 = private unnamed_addr constant <{ i16, [2 x i8], ptr, [8 x i8] }> <{ i16 2, [2 x i8] zeroinitializer, ptr getelementptr (i8, ptr @w, i32 8), [8 x i8] zeroinitializer }>, align 8
+; CHECK: @sum.spec.b70ee068.arg0 = private unnamed_addr constant <{ i16, [2 x i8], ptr, [8 x i8] }> <{ i16 2, [2 x i8] zeroinitializer, ptr getelementptr (i8, ptr @w, i32 8), [8 x i8] zeroinitializer }>, align 8
 ; CHECK-LABEL: define void @run()
-; CHECK: call void @sum__spec0()
-; CHECK-LABEL: define internal void @sum__spec0()
+; CHECK: call void @sum.spec.b70ee068()
+; CHECK-LABEL: define internal void @sum.spec.b70ee068()
 ; CHECK-NEXT: entry:
-; CHECK-NEXT: call void @sum(ptr @sum__spec0.arg0) #
+; CHECK-NEXT: call void @sum(ptr @sum.spec.b70ee068.arg0) #
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"
 

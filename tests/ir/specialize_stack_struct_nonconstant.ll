@@ -13,7 +13,7 @@
 ; CHECK: call void @read(ptr %m)
 ; CHECK-LABEL: define void @callee_writes()
 ; CHECK: call void @write(ptr %m)
-; CHECK-NOT: __spec
+; CHECK-NOT: .spec.
 ; LOG: 0 call sites with constant arguments
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"

@@ -2,8 +2,8 @@
 ; unrolling, the clone multiplies by the weights' values -- no load from @w is left.
 ; SPECIALIZE: --all-args --constprop-unroll
 ; CHECK-LABEL: define void @run(ptr %x, ptr %out)
-; CHECK: call {{.*}}@dot4__spec0(
-; CHECK-LABEL: define internal {{.*}}@dot4__spec0(
+; CHECK: call {{.*}}@dot4.spec.f1427e4b(
+; CHECK-LABEL: define internal {{.*}}@dot4.spec.f1427e4b(
 ; CHECK-NOT: @w
 ; CHECK-DAG: fmul float %{{.*}}, 5.000000e-01
 ; CHECK-DAG: fmul float %{{.*}}, -2.000000e+00
@@ -11,7 +11,7 @@
 ; CHECK-DAG: fmul float %{{.*}}, 1.250000e-01
 ; CHECK-NOT: @w
 ; CHECK: ret void
-; LOG: #1 @run -> @dot4: kept @dot4__spec0
+; LOG: #1 @run -> @dot4: kept @dot4.spec.f1427e4b
 ; LOG-NEXT: arg 0 = @w (f32[4], 16 bytes, constant)
 ; LOG-NEXT: arg 2 = i32 4
 ; LOG-NEXT: kept as parameters: arg 1, 3

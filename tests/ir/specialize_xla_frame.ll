@@ -3,14 +3,14 @@
 ; propagation it reads and writes the buffers directly and the frame is gone.
 ; SPECIALIZE: --all-args --constprop
 ; CHECK-LABEL: define void @model_run()
-; CHECK: call {{.*}}@negate__spec0()
-; CHECK-LABEL: define internal {{.*}}@negate__spec0()
+; CHECK: call {{.*}}@negate.spec.6be8e708()
+; CHECK-LABEL: define internal {{.*}}@negate.spec.6be8e708()
 ; CHECK-NOT: frame
 ; CHECK-DAG: load float, ptr @model_in_x
 ; CHECK-DAG: store float %{{.*}}, ptr @model_out0
 ; CHECK-NOT: frame
 ; CHECK: ret ptr
-; LOG: #1 @model_run -> @negate: kept @negate__spec0
+; LOG: #1 @model_run -> @negate: kept @negate.spec.6be8e708
 ; LOG-NEXT: arg 0 = @negate.frame0 ({ ptr, ptr, i64, ptr }, 24 bytes, constant)
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"

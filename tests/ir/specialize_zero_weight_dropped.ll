@@ -2,7 +2,7 @@
 ; unrolled and the weights folded, the two zero weights' multiply-adds are gone (zeroweights.py):
 ; two fmul and two fadd (one adds the 0.0 the sum starts from) are left; no x[1] or x[3] load.
 ; SPECIALIZE: --all-args --constprop-unroll --zero-weights
-; CHECK-LABEL: define internal {{.*}}@dot4__spec0(
+; CHECK-LABEL: define internal {{.*}}@dot4.spec.f1427e4b(
 ; CHECK-NOT: fmul float %{{.*}}, {{-?}}0.000000e+00
 ; CHECK-NOT: getelementptr {{.*}}i32 4
 ; CHECK-NOT: getelementptr {{.*}}i32 12
