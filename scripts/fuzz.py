@@ -70,19 +70,23 @@ def summary(results: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", default="0:100", help="FIRST:END (default 0:100)")
+    p.add_argument("--seeds", default="0:100", help="FIRST:END, or seeds separated by commas (default 0:100)")
     p.add_argument("--batch", type=int, default=8, help="programs captured as one function (default 8)")
     p.add_argument("--jobs", type=int, default=1, help="batches run at once (default 1)")
     p.add_argument("-o", "--output", default=str(repo_root() / "out" / "fuzz"))
     p.add_argument("--keep", action="store_true", help="keep every batch's directory (default: only failures)")
     a = p.parse_args(argv)
     try:
-        first, end = (int(x) for x in a.seeds.split(":"))
-        if not 0 <= first < end or a.batch < 1 or a.jobs < 1:
+        if ":" in a.seeds:
+            first, end = (int(x) for x in a.seeds.split(":"))
+            seeds = list(range(first, end))
+        else:
+            seeds = sorted({int(x) for x in a.seeds.replace(",", " ").split()})
+        if not seeds or seeds[0] < 0 or a.batch < 1 or a.jobs < 1:
             raise ValueError
     except ValueError:
-        print(f"fuzz.py: error: --seeds wants FIRST:END with 0 <= FIRST < END (got '{a.seeds}'), "
-              "--batch and --jobs at least 1", file=sys.stderr)
+        print(f"fuzz.py: error: --seeds wants FIRST:END with 0 <= FIRST < END or a list of seeds "
+              f"(got '{a.seeds}'), --batch and --jobs at least 1", file=sys.stderr)
         return 2
     out = Path(a.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -95,11 +99,11 @@ def main(argv: list[str] | None = None) -> int:
                 done[r["seed"]] = r
             except (json.JSONDecodeError, KeyError, TypeError):
                 continue  # a line cut short by an interrupted run: that seed runs again
-    todo = [s for s in range(first, end) if s not in done]
+    todo = [s for s in seeds if s not in done]
     batches = [todo[i:i + a.batch] for i in range(0, len(todo), a.batch)]
-    jobs = [(b, str(out), THRESHOLDS[(b[0] // a.batch) % 2], a.keep) for b in batches]
+    jobs = [(b, str(out), THRESHOLDS[i % 2], a.keep) for i, b in enumerate(batches)]
     if todo:
-        print(f"{len(todo)} programs to run ({end - first - len(todo)} already in {log})", file=sys.stderr, flush=True)
+        print(f"{len(todo)} programs to run ({len(seeds) - len(todo)} already in {log})", file=sys.stderr, flush=True)
     with log.open("a") as f, ProcessPoolExecutor(a.jobs) as pool:
         for rows in pool.map(_batch, jobs):
             for r in rows:
@@ -108,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 if r["status"] != "pass":
                     print(f"seed {r['seed']}: {r['status']}: {r['detail']}", flush=True)
             f.flush()
-    results = [done[s] for s in range(first, end)]
+    results = [done[s] for s in seeds]
     print(summary(results))
     return 1 if any(r["status"] in ("mismatch", "error") for r in results) else 0
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import random
+import re
 import sys
 import traceback
 from dataclasses import dataclass
@@ -91,9 +92,23 @@ class Outcome:
     detail: str = ""
 
 
+# A step function (cast to an integer, floor, round) of a computed float is ill-conditioned:
+# QEMU's libm and the host's differ by an ulp in tanh, exp, ..., and a value an ulp from a step
+# lands on the other side (seed 361 before this rule: a tanh result cast to int8 changed an int32
+# dot by 127). Steps apply to the inputs only, which both sides hold exactly.
+_STEP = re.compile(r"astype\(jnp\.u?int|jnp\.floor|jnp\.round")
+
+
+def _exact(value: str) -> str:
+    return value if value in ("x", "y") else "x"
+
+
 def _int_dot(rnd: random.Random, a: str, b: str, integer: bool, r: int, c: int) -> str:
-    """An s8/u8 x s8/u8 -> s32 lax.dot_general of two working values, in one of DOT_LAYOUTS."""
+    """An s8/u8 x s8/u8 -> s32 lax.dot_general of two working values (of the inputs in a float
+    program: see _STEP), in one of DOT_LAYOUTS."""
     narrow = NARROW if integer else NARROW_F
+    if not integer:
+        a, b = _exact(a), _exact(b)
     ta, tb = rnd.choice(["s8", "s8", "u8"]), rnd.choice(["s8", "s8", "u8"])
     lhs, rhs = narrow[ta].format(a=a), narrow[tb].format(a=b)
     layout = rnd.choice(DOT_LAYOUTS)
@@ -142,7 +157,8 @@ def _statements(rnd: random.Random, integer: bool, r: int, c: int) -> tuple[list
         a, b = rnd.choice(vals), rnd.choice(vals)
         other = False
         if kind < 0.28:
-            expr = rnd.choice(unary).format(a=a)
+            template = rnd.choice(unary)
+            expr = template.format(a=a if integer or not _STEP.search(template) else _exact(a))
         elif kind < 0.52:
             expr = rnd.choice(binary).format(a=a, b=b)
         elif kind < 0.72:
