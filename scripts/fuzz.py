@@ -48,7 +48,7 @@ def group(detail: str) -> str:
     """A refusal line without what names one program (paths, instruction names, shapes)."""
     text = re.sub(r"capture of \S+ failed", "capture failed", detail)
     text = re.sub(r" '[^']*'", "", text)
-    return re.sub(r" \([^()]*\)", "", text)
+    return re.sub(r" \([^()]*\[[^()]*\)", "", text)  # shapes: f32[1,4,8,2]{3,2,1,0} ...
 
 
 def summary(results: list[dict]) -> str:
