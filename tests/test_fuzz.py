@@ -65,3 +65,22 @@ def test_a_construct_capture_cannot_lower_is_refused_by_name(tmp_path):
     o = fuzz.check([REFUSED], tmp_path)[REFUSED]
     assert o.status == "refused", o
     assert o.detail.startswith("unsupported op: convolution") and "input (base) dilation" in o.detail
+
+
+def test_script_summary_groups_refusals_and_names_failing_seeds():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "fuzz.py"
+    spec = importlib.util.spec_from_file_location("fuzz_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    line = ("unsupported op: convolution 'convolution-base-dilated' (f32[1,2,8,2]{3,2,1,0} * f32[3,2,1,4]{3,2,1,0} "
+            "-> f32[1,3,10,4]{3,2,1,0}): input (base) dilation or window reversal")
+    rows = [dict(seed=1, status="pass", detail=""), dict(seed=2, status="refused", detail=line),
+            dict(seed=3, status="refused", detail=line.replace("[1,2,8,2]", "[1,4,8,2]")),
+            dict(seed=4, status="mismatch", detail="all-args")]
+    text = script.summary(rows)
+    assert text.splitlines()[0] == "4 programs: mismatch 1 (25.0%), pass 1 (25.0%), refused 2 (50.0%)"
+    assert "refused 2: unsupported op: convolution: input (base) dilation or window reversal  (seeds 2, 3)" in text
+    assert "mismatch seeds: 4" in text
