@@ -41,6 +41,7 @@ variants only: `separate` and `lto` are what LLVM's defaults give.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -201,6 +202,22 @@ def _args_end(line: str, open_paren: int) -> int:
     raise ValueError(line)
 
 
+# libjit.o by the library bitcode's digest: `separate` compiles the same library for every
+# model, and a process that builds many (scripts/fuzz.py) need not compile it again.
+_LIBRARY_OBJECTS: dict[str, bytes] = {}
+
+
+def _library_object(path: Path) -> Path:
+    bitcode = libjit.build().bitcode
+    key = hashlib.sha256(Path(bitcode).read_bytes()).hexdigest()
+    if key not in _LIBRARY_OBJECTS:
+        lib = _library()
+        passes.optimize(lib)
+        _LIBRARY_OBJECTS[key] = _emit(lib, path, data_sections=True).read_bytes()
+    path.write_bytes(_LIBRARY_OBJECTS[key])
+    return path
+
+
 def _emit(mod, path: Path, data_sections: bool = False) -> Path:
     """The object, with a section per function (and per global with `data_sections`)."""
     mod = ir.parse(with_sections(str(mod), data_sections), path.name)
@@ -356,9 +373,7 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
         mod = p.run(steps, p.State(model.path.name, str(model.path), model.text)).as_module()
         _write_ir(out_dir / "optimized.ll", str(mod))
         _write(out_dir / "pipeline.txt", p.to_text(steps) + "\n")
-        lib = _library()
-        passes.optimize(lib)
-        objs = (_emit(mod, out_dir / "model.o", data_sections), _emit(lib, out_dir / "libjit.o", data_sections=True))
+        objs = (_emit(mod, out_dir / "model.o", data_sections), _library_object(out_dir / "libjit.o"))
         return Build(variant, out_dir, objs)
 
     o = optimized(model, variant, options, annotate)

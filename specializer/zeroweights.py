@@ -36,9 +36,19 @@ def fold(text: str) -> tuple[str, int]:
     if "0.000000e+00" not in text and "0x0000000000000000" not in text and "0x8000000000000000" not in text:
         return text, 0
     lines = text.split("\n")
-    zero_products = {m.group(1) for m in map(_MUL.match, lines) if m}
+    # value names are local to a function: a zero product of one function says nothing of
+    # another function's value of the same name (each line sees its whole function's set: a
+    # loop's fadd can come before the fmul it adds)
+    products, current = [], set()
+    for line in lines:
+        if line.startswith("define "):
+            current = set()
+        if m := _MUL.match(line):
+            current.add(m.group(1))
+        products.append(current)
     dropped = 0
     for i, line in enumerate(lines):
+        zero_products = products[i]
         if m := _ADD.match(line):
             ind, res, fmf, a, b, tail = m.groups()
             keep = a if b in zero_products else b if a in zero_products else None
