@@ -1,5 +1,5 @@
 /* The CMSIS-NN API the libjit kernels call: a real checkout's own headers when the build uses
- * one (specializer/libjit.py defines LIBJIT_CMSIS_NN_CHECKOUT), else cmsis_nn_shim's, which
+ * one (specializer/library/libjit.py defines LIBJIT_CMSIS_NN_CHECKOUT), else cmsis_nn_shim's, which
  * declare the same functions and types under their own file names. */
 #ifndef LIBJIT_CMSIS_NN_H
 #define LIBJIT_CMSIS_NN_H

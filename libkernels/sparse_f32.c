@@ -4,7 +4,7 @@
  * the order of the dense kernels with the zero terms left out.
  *
  * Capture never calls this: the all-args build re-lays a pruned weight out for it
- * (specializer/relayout.py) when the weight is constant and sparse enough to pay. */
+ * (specializer/optimize/relayout.py) when the weight is constant and sparse enough to pay. */
 #include <stdint.h>
 
 void libjit_vecmat_csc_f32(float *out, const float *x, const float *val, const uint16_t *row,

@@ -3,7 +3,7 @@
  * XLA's ir-no-opt IR declares them; XLA's own compiler would later insert its polynomial
  * definitions. jax 0.10.2's XLA knows these names (its intrinsic library): exp, expm1, log1p,
  * rsqrt, tanh, erf, atan, sin, cos, fptrunc (f32 -> bf16, defined as IR by
- * specializer/intrinsics.py, as are the vector forms `xla.F.vNf32`) and ldexp (f64 only, used
+ * specializer/capture/intrinsics.py, as are the vector forms `xla.F.vNf32`) and ldexp (f64 only, used
  * inside XLA's own f64 exp: never called from f32 code). Each is defined here within
  * the ulp error XLA's own gives (bounds measured on QEMU by tests/test_xla_math.py and listed in
  * README, "The kernel library"). Where newlib's libm is accurate (its fdlibm float code, about

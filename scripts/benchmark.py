@@ -8,7 +8,7 @@ build the variants separate / lto / llvm-funcspec / dims / all-args, run each on
 print its table; then a summary with the geometric means over the models of each variant's
 flash, RAM and cycle ratios to `separate` and `lto`. Writes reports/variants.md and
 reports/variants.json (no paths or times inside: CI diffs them) and the plots they link,
-reports/plots/*.png (specializer/plots.py: byte-identical when the numbers are). Exit status 1
+reports/plots/*.png (specializer/report/plots.py: byte-identical when the numbers are). Exit status 1
 if any model fails to build or any variant's output does not match JAX.
 """
 
@@ -24,9 +24,13 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
-from specializer import inputs, plots, report, variants
-from specializer.capture import capture
-from specializer.compare import compare
+from specializer import inputs
+
+from specializer.report import plots, tables as report
+
+from specializer.optimize import variants
+from specializer.capture.capture import capture
+from specializer.report.compare import compare
 from specializer.errors import UserError
 from specializer.examples import EXAMPLES, example_path
 from specializer.tools import repo_root
@@ -82,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     reports = Path(a.reports)
     reports.mkdir(parents=True, exist_ok=True)
-    from specializer import libjit
+    from specializer.library import libjit
 
     env = {"llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info)),
            "python": ".".join(platform.python_version_tuple()[:2]), "cmsis_nn": libjit.build().cmsis_nn}
@@ -103,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
           "Only variants that passed are included.", "", summary_text,
           "![flash, RAM and est. cycles of every variant against lto, geometric means](plots/summary.png)", "",
           "## est. cycles per multiply-accumulate", "",
-          "MACs: what the model's dot and convolution kernels compute (`specializer/macs.py`).", "",
+          "MACs: what the model's dot and convolution kernels compute (`specializer/report/macs.py`).", "",
           per_mac]
     for c in comparisons:
         md.append(report.table(c).replace("### ", "## ", 1))

@@ -22,9 +22,13 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
-from specializer import inputs, report, variants
-from specializer.capture import capture
-from specializer.compare import compare
+from specializer import inputs
+
+from specializer.report import tables as report
+
+from specializer.optimize import variants
+from specializer.capture.capture import capture
+from specializer.report.compare import compare
 from specializer.tools import repo_root
 
 MODELS = repo_root() / "benchmarks" / "kernel_models.py"
@@ -91,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
           "## est. cycles per MAC, per kernel and variant", "", kt, "",
           "## Sparsity sweep: dense 1x256 -> 256, weights magnitude-pruned", "",
           "est. cycles of the whole call. all-args re-lays a constant weight with at most 40% nonzeros out as "
-          "compressed sparse columns (`specializer/relayout.py`); the other variants run the dense kernel.", "",
+          "compressed sparse columns (`specializer/optimize/relayout.py`); the other variants run the dense kernel.", "",
           st, ""]
     print("\n".join(md))
     reports = Path(a.reports)

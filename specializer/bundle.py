@@ -26,11 +26,15 @@ from pathlib import Path
 import numpy as np
 from elftools.elf.elffile import ELFFile
 
-from . import files, firmware, measure, variants
-from .errors import UserError
-from .inputs import Model
-from .manifest import Manifest, Tensor, np_dtype
-from .tools import find_tool
+from specializer import files
+
+from specializer.run import firmware, measure
+
+from specializer.optimize import variants
+from specializer.errors import UserError
+from specializer.inputs import Model
+from specializer.capture.manifest import Manifest, Tensor, np_dtype
+from specializer.tools import find_tool
 
 DEFAULT_VARIANT = "all-args"
 # numpy dtype -> C element type; bool is one byte 0/1; others are handed over as raw bits

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .errors import UserError
+from specializer.errors import UserError
 
 USAGE = """\
 specialize [--all-args] FILE.ll [-o DIR]   build the variants (separate, lto, llvm-funcspec, dims[, all-args]),
@@ -45,7 +45,7 @@ instructions: QEMU-counted, entry call only; est. cycles: TRM-weighted; --json: 
 
 def _table(rows: list) -> str:
     """One row per run within 100 columns (JSON: the breakdown)."""
-    from .report import github_table
+    from specializer.report.tables import github_table
 
     headers = ["model", "result", "max rel err", "flash", "RAM", "stack", "instructions", "est. cycles"]
     body = [[r.model, r.status, f"{r.max_rel_err:.2e}", *map(str, (r.flash, r.ram, r.stack, r.insns)),
@@ -66,7 +66,7 @@ def _capture(argv: list[str]) -> int:
     if ":" not in a.target:
         raise UserError(f"'{a.target}': expected FILE.py:FUNCTION")
     path, fn = a.target.rsplit(":", 1)
-    from .capture import capture
+    from specializer.capture.capture import capture
 
     c = capture(Path(path), fn, Path(a.output), ir_dots=a.ir_dots, timeout=a.timeout)
     print(f"wrote {c.model_ll} and {c.manifest_json}")
@@ -95,7 +95,7 @@ def _run(argv: list[str]) -> int:
     p.add_argument("--mca", action="store_true",
                    help="with --profile: add llvm-mca's Cortex-M4 cycle estimate of the same blocks")
     a = p.parse_args(argv)
-    from .measure import run_model
+    from specializer.run.measure import run_model
 
     model = Path(a.model)
     if not model.is_file():
@@ -112,7 +112,7 @@ def _run(argv: list[str]) -> int:
         raise UserError("--mca is a column of the profile: add --profile")
     with tempfile.TemporaryDirectory(prefix="specializer-build-") as tmp:
         if a.profile:
-            from . import hloprofile
+            from specializer.run import hloprofile
 
             p_ = hloprofile.profile_model(model, Path(a.keep or tmp), timeout=a.timeout, mca=a.mca)
             row = p_.row
@@ -139,9 +139,9 @@ instructions: QEMU-counted, the call only; est. cycles: TRM-weighted; --json: th
 
 
 def _run_entry(path: Path, a) -> int:
-    from . import inputs
-    from .rawrun import DEFAULT_MAX_INSNS, run_entry
-    from .report import github_table
+    from specializer import inputs
+    from specializer.run.rawrun import DEFAULT_MAX_INSNS, run_entry
+    from specializer.report.tables import github_table
 
     model = inputs.load(path)
     warn = lambda text: print(f"specialize: {text}", file=sys.stderr, flush=True)  # noqa: E731
@@ -177,7 +177,7 @@ try it:
 
 
 def _bundle(argv: list[str]) -> int:
-    from .variants import DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, VARIANTS, Options
+    from specializer.optimize.variants import DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, VARIANTS, Options
 
     p = argparse.ArgumentParser(prog="specialize bundle", formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=BUNDLE_EPILOG,
@@ -195,8 +195,8 @@ def _bundle(argv: list[str]) -> int:
     p.add_argument("--timeout", type=float, default=120, help="seconds before the QEMU run counts as a hang")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     a = p.parse_args(argv)
-    from . import inputs
-    from .bundle import bundle
+    from specializer import inputs
+    from specializer.bundle import bundle
 
     path = Path(a.model)
     if not path.is_file():
@@ -266,7 +266,7 @@ def _growth(text: str) -> float | None:
 
 
 def _threshold(text: str) -> tuple:
-    from .variants import unroll_setting
+    from specializer.optimize.variants import unroll_setting
 
     try:
         return unroll_setting(text)
@@ -291,7 +291,7 @@ def _bytes(text: str) -> int | None:
 
 
 def _specialize(argv: list[str]) -> int:
-    from .variants import (DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, DEFAULT_UNROLL_CANDIDATES,
+    from specializer.optimize.variants import (DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, DEFAULT_UNROLL_CANDIDATES,
                            VARIANTS)
 
     p = argparse.ArgumentParser(
@@ -349,8 +349,10 @@ def _specialize(argv: list[str]) -> int:
     threshold, candidates = a.unroll_threshold
     if a.rounds < 1:
         p.error("--rounds must be >= 1")
-    from . import inputs, report, variants
-    from .compare import compare
+    from specializer import inputs
+    from specializer.report import tables as report
+    from specializer.optimize import variants
+    from specializer.report.compare import compare
 
     options = variants.Options(max_growth=a.max_growth, unroll_threshold=threshold, rounds=a.rounds,
                                pre_unroll=a.pre_unroll, flash_budget=a.flash_budget, unroll_candidates=candidates)
@@ -390,8 +392,8 @@ def _pipelines(model, which: tuple, options) -> str:
     threshold ('dims (auto, 1000): ...'), as a comparison builds them."""
     from dataclasses import replace
 
-    from . import pipeline, variants
-    from .compare import _thresholds
+    from specializer.optimize import pipeline, variants
+    from specializer.report.compare import _thresholds
 
     lines = []
     for v in which:
@@ -409,8 +411,9 @@ def _pipelines(model, which: tuple, options) -> str:
 
 def _emit(model, a, options) -> int:
     """One build of the selected mode, one artifact out (in the manner of opt -S / llc)."""
-    from . import codegen, files
-    from .variants import optimized
+    from specializer.optimize import codegen
+    from specializer import files
+    from specializer.optimize.variants import optimized
 
     o = optimized(model, a.mode, options)  # exactly the variant's build
     if a.log:
@@ -436,7 +439,7 @@ def _examples(argv: list[str]) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("-o", "--output", default="out/examples", metavar="DIR")
     a = p.parse_args(argv)
-    from .examples import run_examples
+    from specializer.examples import run_examples
 
     rows = run_examples(a.names, Path(a.output))
     print(json.dumps([r.as_dict() for r in rows], indent=1, sort_keys=True) if a.json else _table(rows))
@@ -455,7 +458,7 @@ that passed in BASE and fails (or no longer builds) in NEW; 2 bad input (one lin
 
 
 def _diff(argv: list[str]) -> int:
-    from . import diff
+    from specializer.report import diff
 
     p = argparse.ArgumentParser(prog="specialize diff", formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=DIFF_EPILOG,
@@ -490,7 +493,7 @@ exit status: 0 (whatever changed); 2 bad input (one line on stderr).
 
 
 def _diff_ir(argv: list[str]) -> int:
-    from . import diffir
+    from specializer.report import diffir
 
     p = argparse.ArgumentParser(prog="specialize diff-ir", formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=DIFF_IR_EPILOG,
@@ -532,7 +535,7 @@ passes:
 
 
 def _opt(argv: list[str]) -> int:
-    from . import pipeline
+    from specializer.optimize import pipeline
 
     p = argparse.ArgumentParser(prog="specialize opt", formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=OPT_EPILOG + pipeline.help_text(),
@@ -548,9 +551,9 @@ def _opt(argv: list[str]) -> int:
                    "reads the model.json next to it)")
     p.add_argument("--log", metavar="FILE", help="also write the specialization log to FILE")
     a = p.parse_args(argv)
-    from . import files, inputs
-    from .manifest import Manifest
-    from .variants import Optimized
+    from specializer import files, inputs
+    from specializer.capture.manifest import Manifest
+    from specializer.optimize.variants import Optimized
 
     steps = pipeline.parse(a.passes)  # a bad pipeline is reported before any input is read
     path = Path(a.input)
@@ -580,7 +583,7 @@ def _version() -> str:
 
     import llvmlite.binding as llvm
 
-    from . import __version__
+    from specializer import __version__
 
     def v(name: str) -> str:
         try:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .capture import capture
-from .errors import UserError
-from .measure import Row, run_model
-from .tools import shipped
+from specializer.capture.capture import capture
+from specializer.errors import UserError
+from specializer.run.measure import Row, run_model
+from specializer.tools import shipped
 
 EXAMPLES = ("quadratic", "elementwise", "softmax", "mlp", "loop", "while_loop", "cond",
             "mlp256", "lenet", "kws_dscnn", "anomaly_ae", "mlp_int8", "resnet8",

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import UserError
+from specializer.errors import UserError
 
 UNARY_F = ["jnp.exp(jnp.clip({a}, -8.0, 8.0))", "jnp.tanh({a})", "jnp.sin({a})", "jnp.cos({a})",
            "jnp.abs({a})", "jnp.sqrt(jnp.abs({a}) + 1.0)", "jnp.log(jnp.abs({a}) + 1.0)",
@@ -265,8 +265,8 @@ def _first_line(e: BaseException) -> str:
 
 
 def _capture(seeds: list[int], work: Path):
-    from . import inputs
-    from .capture import capture
+    from specializer import inputs
+    from specializer.capture.capture import capture
 
     work.mkdir(parents=True, exist_ok=True)
     src = work / "progs.py"
@@ -284,7 +284,8 @@ def run_variants(seeds: list[int], refs: dict[int, list[np.ndarray]], model, wor
                  options) -> dict[int, Outcome]:
     """Every variant of the captured batch on QEMU; per program: pass, or mismatch naming the
     variants whose outputs for it differ from op-by-op JAX. Raises what a build or run raises."""
-    from . import measure, variants
+    from specializer.run import measure
+    from specializer.optimize import variants
 
     spans, k = {}, 0
     for s in seeds:
@@ -309,7 +310,7 @@ def check(seeds: list[int] | int, work: Path, unroll_threshold: int | None = Non
     LLVM's by default) against op-by-op JAX. A batch capture refuses is split (capture only)
     until each refusal is one program's; a batch that fails to build or run is split and run
     again down to single programs."""
-    from .variants import Options
+    from specializer.optimize.variants import Options
 
     seeds = [seeds] if isinstance(seeds, int) else list(seeds)
     options = Options(unroll_threshold=unroll_threshold, unroll_candidates=())

@@ -13,11 +13,17 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import codegen, fminmax, inline_asm, intrinsics, ir, irtext, triples
-from .errors import UserError
-from .manifest import Manifest
-from .normalize import normalize
-from .retarget import TRIPLE, respell_target, retarget
+from specializer.optimize import codegen, ir
+
+from specializer.capture import fminmax, intrinsics
+
+from specializer.library import inline_asm
+
+from specializer import irtext, triples
+from specializer.errors import UserError
+from specializer.capture.manifest import Manifest
+from specializer.capture.normalize import normalize
+from specializer.capture.retarget import TRIPLE, respell_target, retarget
 
 _TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.M)
 _XLA_MARKERS = ("%XLA_CPU_KernelCallFrame", '!"xla_dylib_index"', "!xla_cpu_memory_region_name")

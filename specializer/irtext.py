@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import UserError
+from specializer.errors import UserError
 
 _BITCODE = b"BC\xc0\xde"
 _BITCODE_WRAPPER = b"\xde\xc0\x17\x0b"  # 0x0B17C0DE little-endian: Darwin's bitcode wrapper

@@ -17,7 +17,7 @@ import tempfile
 import warnings
 from typing import Callable
 
-from .errors import UserError
+from specializer.errors import UserError
 
 _USER_ERROR = 3
 _PY_ERROR = 4

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import UserError
+from specializer.errors import UserError
 
 # Deeper than this, LLVM's recursive parser overflows the stack (60,000 nested arrays crash it;
 # 20,000 parse); no real model comes near.

@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .errors import UserError
+from specializer.errors import UserError
 
 # tool -> Debian package that installs it
 PACKAGES = {

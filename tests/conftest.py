@@ -1,6 +1,6 @@
 import pytest
 
-from specializer.capture import capture
+from specializer.capture.capture import capture
 from specializer.examples import example_path
 
 

@@ -96,12 +96,14 @@ def test_hanging_model_times_out(tmp_path, captured):
 
 # ---- .ll input that is not what it should be: one line each (the README's "Bad input" table) ----
 
-from specializer import codegen, inputs, isolate, triples  # noqa: E402
+from specializer.optimize import codegen
+
+from specializer import inputs, isolate, triples  # noqa: E402
 from specializer.cli import main  # noqa: E402
-from specializer.manifest import Manifest, Tensor  # noqa: E402
-from specializer.measure import errors  # noqa: E402
-from specializer.firmware import overflow_message  # noqa: E402
-from specializer.retarget import TRIPLE  # noqa: E402
+from specializer.capture.manifest import Manifest, Tensor  # noqa: E402
+from specializer.run.measure import errors  # noqa: E402
+from specializer.run.firmware import overflow_message  # noqa: E402
+from specializer.capture.retarget import TRIPLE  # noqa: E402
 
 OURS = b'target triple = "thumbv7em-none-eabihf"\n'
 FN = b"define i32 @f(i32 %a) {\n  %b = add i32 %a, 1\n  ret i32 %b\n}\n"

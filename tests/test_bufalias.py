@@ -1,12 +1,12 @@
-"""Buffer addresses as symbols (specializer/bufalias.py): the rewritten IR (FileCheck) is valid and
+"""Buffer addresses as symbols (specializer/optimize/bufalias.py): the rewritten IR (FileCheck) is valid and
 names each large arena offset once."""
 
 import subprocess
 import sys
 from pathlib import Path
 
-from specializer import codegen
-from specializer.bufalias import rewrite
+from specializer.optimize import codegen
+from specializer.optimize.bufalias import rewrite
 
 CASE = Path(__file__).parent / "ir" / "bufalias_arena_offsets.ll"
 

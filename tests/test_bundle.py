@@ -8,8 +8,9 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from specializer import bundle as bundle_mod
-from specializer import cli, inputs, measure, qemu
-from specializer.manifest import Manifest
+from specializer import cli, inputs
+from specializer.run import measure, qemu
+from specializer.capture.manifest import Manifest
 from specializer.tools import find_tool
 
 SPECIALIZE = [sys.executable, "-m", "specializer.cli"]

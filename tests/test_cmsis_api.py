@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from specializer import cmsis, cmsis_api, cmsis_calls, libjit
+from specializer.library import cmsis, cmsis_api, libjit
+
+from specializer.capture import cmsis_calls
 from specializer.errors import UserError
-from specializer.libcalls import Operand
-from specializer.thunks import Const, Slice
+from specializer.capture.libcalls import Operand
+from specializer.capture.thunks import Const, Slice
 from specializer.tools import find_tool, repo_root
 
 SHIM = repo_root() / "cmsis_nn_shim"

@@ -7,12 +7,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specializer import cmsis_calls, cmsis_calls_act, inputs, variants
-from specializer.capture import capture
-from specializer.compare import compare
-from specializer.libcalls import Operand
-from specializer.measure import read_outputs, run_model
-from specializer.thunks import Slice
+from specializer.capture import cmsis_calls, cmsis_calls_act
+
+from specializer import inputs
+
+from specializer.optimize import variants
+from specializer.capture.capture import capture
+from specializer.report.compare import compare
+from specializer.capture.libcalls import Operand
+from specializer.run.measure import read_outputs, run_model
+from specializer.capture.thunks import Slice
 
 MODEL = Path(__file__).parent / "data" / "int8_blocks" / "blocks_model.py"
 

@@ -1,6 +1,6 @@
 """cmsis_nn_shim: its compiler intrinsics on the real target, its CMSIS-NN kernels and
 libjit_matmul_s8_s32 against numpy (on the host through ctypes, and on QEMU where the DSP paths
-run), and the CMSIS-NN checkout option of specializer.cmsis / libjit."""
+run), and the CMSIS-NN checkout option of specializer.library.cmsis / libjit."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specializer import cmsis, libjit, qemu
+from specializer.library import cmsis, libjit
+
+from specializer.run import qemu
 from specializer.errors import UserError
 from specializer.tools import find_tool, repo_root
 

@@ -17,7 +17,15 @@ import subprocess
 import numpy as np
 import pytest
 
-from specializer import cmsis, cmsis_api, cmsis_calls, inputs, libjit, measure, qemu, variants
+from specializer.library import cmsis, cmsis_api, libjit
+
+from specializer.capture import cmsis_calls
+
+from specializer import inputs
+
+from specializer.run import measure, qemu
+
+from specializer.optimize import variants
 from specializer.examples import EXAMPLES
 from specializer.tools import find_tool, repo_root
 

@@ -1,4 +1,4 @@
-"""The cost model (specializer/cycles.py), one instruction class at a time.
+"""The cost model (specializer/run/cycles.py), one instruction class at a time.
 
 Each case is a hand-written Thumb work() (assembled into the qemu_smoke firmware in place of its
 loop), run on QEMU through the plugin; the TRM-weighted estimate must be exactly the sum written
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from specializer import cycles, qemu
+from specializer.run import cycles, qemu
 
 from test_qemu import build, window
 

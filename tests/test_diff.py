@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from specializer import cli, diff, report
+from specializer import cli
+
+from specializer.report import diff, tables as report
 from specializer.errors import UserError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,8 +7,12 @@ import sys
 
 import pytest
 
-from specializer import diffir, inputs, variants
-from specializer.capture import capture
+from specializer.report import diffir
+
+from specializer import inputs
+
+from specializer.optimize import variants
+from specializer.capture.capture import capture
 
 SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
 MODEL = '''import jax.numpy as jnp

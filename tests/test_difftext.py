@@ -1,12 +1,12 @@
-"""The diff-oriented text of a module (specializer/difftext.py): a FileCheck test of what it looks
+"""The diff-oriented text of a module (specializer/optimize/difftext.py): a FileCheck test of what it looks
 like (tests/ir/difftext_module.ll), and the properties diffing relies on."""
 
 import subprocess
 import sys
 from pathlib import Path
 
-from specializer import difftext
-from specializer.specialize import ConstArg, Site
+from specializer.optimize import difftext
+from specializer.optimize.specialize import ConstArg, Site
 
 IR = Path(__file__).parent / "ir"
 MODULE = (IR / "difftext_module.ll").read_text()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from specializer.examples import EXAMPLES
-from specializer.measure import read_outputs, run_model
+from specializer.run.measure import read_outputs, run_model
 
 
 # int8 networks whose capture (JAX's integer reference compiles slowly) and run take minutes; the
@@ -57,7 +57,7 @@ def test_runs_are_deterministic(captured, tmp_path):
 
 
 def test_capture_is_byte_identical(captured, tmp_path):
-    from specializer.capture import capture
+    from specializer.capture.capture import capture
     from specializer.examples import example_path
 
     first = captured("mlp")

@@ -1,4 +1,4 @@
-"""maximum/minimum with a constant operand as fcmp + select (specializer/fminmax.py): the IR it
+"""maximum/minimum with a constant operand as fcmp + select (specializer/capture/fminmax.py): the IR it
 writes (FileCheck) and, run on the host, the same bits as the intrinsic for every edge value."""
 
 import ctypes
@@ -10,8 +10,8 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import pytest
 
-from specializer import codegen
-from specializer.fminmax import lower
+from specializer.optimize import codegen
+from specializer.capture.fminmax import lower
 
 CASE = Path(__file__).parent / "ir" / "fminmax_relu.ll"
 

@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from specializer import debuginfo, hlo_sites, hloprofile, ir, measure, variants
-from specializer.capture import capture
+from specializer.run import debuginfo, hloprofile, measure
+
+from specializer.capture import hlo_sites
+
+from specializer.optimize import ir, variants
+from specializer.capture.capture import capture
 
 # three distinct ops: an elementwise fusion (tanh), a dot (a library call), and a fusion of
 # max/exp/sub; XLA's small kernels are inlined into the entry by the lto build

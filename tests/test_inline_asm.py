@@ -1,4 +1,4 @@
-"""specializer.inline_asm: CMSIS-NN's inline-asm DSP instructions become LLVM's ARM intrinsics
+"""specializer.library.inline_asm: CMSIS-NN's inline-asm DSP instructions become LLVM's ARM intrinsics
 (FileCheck on tests/ir/inline_asm_*.ll), leftovers are named, and the rewritten code computes what
 the assembled asm computes on QEMU's Cortex-M4 (no CMSIS-NN checkout needed)."""
 
@@ -11,7 +11,9 @@ import pytest
 from test_cmsis_nn import BINARY, DATA, M32, TERNARY, UNARY, run_firmware
 from test_ir_normalize import filecheck
 
-from specializer import codegen, inline_asm, libjit
+from specializer.optimize import codegen
+
+from specializer.library import inline_asm, libjit
 from specializer.errors import UserError
 from specializer.tools import find_tool
 

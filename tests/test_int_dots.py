@@ -30,9 +30,10 @@ f.example_inputs = {"a": rng.integers(-128, 128, (4, 8)).astype(np.int8),
 
 
 def test_integer_dots_match_jax_in_every_variant(tmp_path):
-    from specializer import inputs, variants
-    from specializer.capture import capture
-    from specializer.compare import compare
+    from specializer import inputs
+    from specializer.optimize import variants
+    from specializer.capture.capture import capture
+    from specializer.report.compare import compare
 
     src = tmp_path / "m.py"
     src.write_text(MODEL)

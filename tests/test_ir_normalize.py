@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from specializer import codegen
+from specializer.optimize import codegen
 from specializer.errors import UserError
-from specializer.normalize import normalize
-from specializer.retarget import retarget
+from specializer.capture.normalize import normalize
+from specializer.capture.retarget import retarget
 
 IR = Path(__file__).parent / "ir"
 CASES = sorted(p for p in IR.glob("*.ll") if p.name.startswith(("normalize_", "retarget_")))

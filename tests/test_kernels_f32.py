@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from specializer import cmsis
+from specializer.library import cmsis
 from specializer.errors import UserError
 from specializer.tools import repo_root
 

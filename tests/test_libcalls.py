@@ -9,9 +9,11 @@ import sys
 
 import pytest
 
-from specializer import codegen, libcalls
+from specializer.optimize import codegen
+
+from specializer.capture import libcalls
 from specializer.errors import UserError
-from specializer.thunks import LibCall, Scratch, Slice
+from specializer.capture.thunks import LibCall, Scratch, Slice
 
 SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
 
@@ -65,7 +67,7 @@ def test_int8_dot_runs_on_the_int8_buffers(captured):
 
 
 def test_ir_dots_option_keeps_xla_dot_code(tmp_path):
-    from specializer.capture import capture
+    from specializer.capture.capture import capture
     from specializer.examples import example_path
 
     c = capture(example_path("mlp256"), "mlp256", tmp_path, ir_dots=True)
@@ -123,7 +125,7 @@ def test_missing_library_symbol_is_a_link_error_naming_it():
 
 
 def test_libcall_scratch_is_sized_by_the_largest_call():
-    from specializer.capture import _scratch_bytes
+    from specializer.capture.capture import _scratch_bytes
 
     a = LibCall("k", (Scratch(64), 1))
     b = LibCall("k", (Scratch(256),))

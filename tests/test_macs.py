@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specializer import macs
+from specializer.report import macs
 
 # conv 1x5x6x3 -> 1x5x6x4, 3x3 filter: 120 outputs x 27; depthwise 1x5x6x4, 3x3: 120 x 9;
 # dense batch 2, 8 -> 3: 2 x 8 x 3; the last conv's dims are no constant: not counted

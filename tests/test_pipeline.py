@@ -7,9 +7,11 @@ import sys
 
 import pytest
 
-from specializer import inputs, pipeline, variants
+from specializer import inputs
+
+from specializer.optimize import pipeline, variants
 from specializer.errors import UserError
-from specializer.pipeline import O2, Constprop, Link, Specialize
+from specializer.optimize.pipeline import O2, Constprop, Link, Specialize
 
 SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
 OPTIONS = [variants.Options(),

@@ -1,4 +1,4 @@
-"""specializer.qemu on a tiny assembly firmware (tests/data/qemu_smoke), built here.
+"""specializer.run.qemu on a tiny assembly firmware (tests/data/qemu_smoke), built here.
 
 The firmware calls work() -- a loop of exactly 2*LOOP_ITERS + 2 instructions --
 between two reads of the FPGAIO counter, then a one-instruction calib(), prints
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from specializer import qemu
+from specializer.run import qemu
 from specializer.errors import UserError
 from specializer.tools import find_tool
 

@@ -3,7 +3,7 @@ parameters to shim_convolve_s8_const (and only those, only on the shim)."""
 
 from pathlib import Path
 
-from specializer import relayout
+from specializer.optimize import relayout
 
 MODULE = """@q = constant { ptr, ptr } { ptr @m, ptr @s }
 @m = constant [2 x i32] [i32 1073741824, i32 1518500250]
@@ -42,7 +42,7 @@ def test_only_all_args_relays_out(monkeypatch):
     # dims must never get the rule: optimized() calls relayout for all-args alone
     seen = []
     monkeypatch.setattr(relayout, "relayout", lambda text, shim=True: (seen.append(text), (text, ()))[1])
-    from specializer import variants
+    from specializer.optimize import variants
 
     class Stop(Exception):
         pass

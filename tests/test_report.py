@@ -1,6 +1,6 @@
 """Reports are byte-identical whatever host computed JAX's reference: errors only as pass/tolerance."""
 
-from specializer import report
+from specializer.report import tables as report
 
 
 def _comparison(rel: float, abs_: float) -> report.Comparison:
@@ -43,7 +43,7 @@ def test_tables_fit_100_columns():
 
 def test_run_table_fits_100_columns():
     from specializer.cli import _table
-    from specializer.measure import Row
+    from specializer.run.measure import Row
 
     r = Row("mobilenet_vww", "pass", 1e-7, 1.2e-7, 3_999_000, 190_000, 4_000, 4_000_000, 987_654_321, 999_999_999,
             9_000, 1_080, 123_456)
@@ -53,7 +53,7 @@ def test_run_table_fits_100_columns():
 
 
 def test_a_failed_variant_is_never_reported_within_tolerance():
-    from specializer.report import Comparison, VariantRow, table
+    from specializer.report.tables import Comparison, VariantRow, table
 
     rows = (VariantRow("lto", "pass", 100, 0, 0, 0, 10, 20, 0.0, 0.0, rtol=1e-5),
             VariantRow("all-args", "FAIL", 100, 0, 0, 0, 10, 20, 0.0, 0.0, rtol=1e-5))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specializer import faults, rawrun, staticcheck
+from specializer.run import faults, rawrun, staticcheck
 
 SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from specializer import codegen, passes, variants, zeroweights
+from specializer.optimize import codegen, passes, variants, zeroweights
 from specializer.errors import UserError
-from specializer.specialize import CodeSizes, specialize
+from specializer.optimize.specialize import CodeSizes, specialize
 
 IR = Path(__file__).parent / "ir"
 CASES = sorted(IR.glob("specialize_*.ll"))
@@ -143,7 +143,7 @@ def test_clone_names_do_not_depend_on_call_site_order():
 
 
 def test_clone_name_collision_gets_a_number():
-    from specializer.specialize import ConstArg, clone_name
+    from specializer.optimize.specialize import ConstArg, clone_name
 
     const = (ConstArg(1, "i32 16", "i32 16"),)
     first = clone_name("relu", const)
@@ -157,7 +157,7 @@ def test_clone_name_collision_gets_a_number():
 def test_a_clones_clone_is_named_by_everything_it_fixes():
     """f with arg 2 fixed in round 1, then arg 0 of that clone in round 2, is f with args 0 and 2
     fixed: the same name as one round fixing both (no matter which round found which)."""
-    from specializer.specialize import ConstArg, Site, clone_name, lineage
+    from specializer.optimize.specialize import ConstArg, Site, clone_name, lineage
 
     first = Site(1, 1, "run", "f", 3, (ConstArg(2, "i32 1", "i32 1"),), "kept", "f.spec.0000aaaa")
     history = lineage([first])
@@ -198,7 +198,7 @@ def test_json_log_lists_every_site():
 def test_internalize_keeps_libcall_targets():
     """llvm.roundeven.f32 becomes a call of roundevenf only in the code generator: its definition
     (libjit provides it) must survive internalize + globaldce; an unused helper must not."""
-    from specializer import ir
+    from specializer.optimize import ir
 
     mod = ir.parse(HEADER + """
 define float @roundevenf(float %x) { ret float %x }
@@ -313,7 +313,7 @@ def test_raw_xla_kernel_module_is_built_not_run(tmp_path):
 
 @pytest.mark.parametrize("case", sorted(IR.glob("relayout_*.ll")), ids=lambda p: p.stem)
 def test_relayout(case: Path):
-    from specializer.relayout import relayout
+    from specializer.optimize.relayout import relayout
 
     text, notes = relayout(case.read_text())
     text = str(codegen.parse(text, case.name))  # valid IR, printed the way LLVM prints it

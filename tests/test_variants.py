@@ -5,7 +5,9 @@ import json
 import subprocess
 import sys
 
-from specializer import inputs, variants
+from specializer import inputs
+
+from specializer.optimize import variants
 
 SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
 ARTIFACTS = ("linked.ll", "specialized.ll", "optimized.ll", "specialization.log", "specialization.json",
@@ -65,7 +67,7 @@ def test_every_variant_passes_and_rebuild_is_identical(captured, tmp_path):
 def test_pruned_weights_relaid_out_only_in_all_args(captured, tmp_path):
     """mlp256_pruned (80% zeros): all-args runs both layers on the sparse kernel with compressed
     copies of the weights, and still produces JAX's outputs; dims keeps the dense kernel."""
-    from specializer.compare import compare
+    from specializer.report.compare import compare
 
     c = captured("mlp256_pruned")
     comp = compare(inputs.load(c.model_ll), tmp_path, which=("dims", "all-args"))

@@ -1,4 +1,4 @@
-"""Decoding of jax's serialized XLA:CPU executable (specializer.xla_executable)."""
+"""Decoding of jax's serialized XLA:CPU executable (specializer.capture.xla_executable)."""
 
 import subprocess
 import sys
@@ -10,8 +10,8 @@ import pytest
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
-from specializer import xla_executable as xe  # noqa: E402
-from specializer.proto import xla_subset_pb2 as pb  # noqa: E402
+from specializer.capture import xla_executable as xe  # noqa: E402
+from specializer.capture.proto import xla_subset_pb2 as pb  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -151,7 +151,7 @@ def test_rejects_damaged_executable_in_one_line(quad_bytes, damage):
 
 
 def test_capture_reports_a_damaged_executable(tmp_path, quad_bytes):
-    from specializer.capture import build_module
+    from specializer.capture.capture import build_module
     from specializer.errors import UserError
     work = tmp_path / "work"
     (work / "dump").mkdir(parents=True)
@@ -173,8 +173,8 @@ def quad_bytes():
 
 def test_generated_module_is_current(tmp_path):
     """xla_subset_pb2.py is what protoc makes of xla_subset.proto today."""
-    proto_dir = ROOT / "specializer" / "proto"
+    proto_dir = ROOT / "specializer" / "capture" / "proto"
     subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{proto_dir}", f"--python_out={tmp_path}",
                     "xla_subset.proto"], check=True, cwd=ROOT)
     assert (tmp_path / "xla_subset_pb2.py").read_bytes() == (proto_dir / "xla_subset_pb2.py").read_bytes(), \
-        "specializer/proto/xla_subset_pb2.py is stale: regenerate it (command in xla_subset.proto)"
+        "specializer/capture/proto/xla_subset_pb2.py is stale: regenerate it (command in xla_subset.proto)"

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import scipy.special as sp
 
-from specializer import libcalls, runtime_symbols
-from specializer.capture import capture
+from specializer.capture import libcalls, runtime_symbols
+from specializer.capture.capture import capture
 from specializer.errors import UserError
-from specializer.measure import read_outputs, run_model
-from specializer.thunks import Slice
+from specializer.run.measure import read_outputs, run_model
+from specializer.capture.thunks import Slice
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))

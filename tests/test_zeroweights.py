@@ -1,6 +1,6 @@
 """zeroweights.fold: a zero product is dropped only from the sum of its own function."""
 
-from specializer import zeroweights
+from specializer.optimize import zeroweights
 
 TWO_FUNCTIONS = """
 define float @a(float %x, float %acc) {

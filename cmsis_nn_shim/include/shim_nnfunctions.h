@@ -4,7 +4,7 @@
  * Signatures and semantics are those of CMSIS-NN v7.0.0 (arm_nnfunctions.h V.18.0.0,
  * 4 November 2024): TensorFlow Lite int8 quantization, NHWC activations, requantization with
  * arm_nn_requantize() (shim_nnsupportfunctions.h). A real CMSIS-NN checkout can replace the
- * shim (see specializer/cmsis.py); code calling these functions builds against either.
+ * shim (see specializer/library/cmsis.py); code calling these functions builds against either.
  */
 #ifndef SHIM_NNFUNCTIONS_H
 #define SHIM_NNFUNCTIONS_H

@@ -2,7 +2,7 @@
  * shim_convolve_s8_const (cmsis_nn_shim, not a CMSIS-NN function): arm_convolve_s8 with the same
  * signature and results, its output-channel loop fully unrolled when the channel count is a
  * constant. The all-args variant calls it instead of arm_convolve_s8 when the quant params and
- * the bias are constant globals (specializer/relayout.py): once unrolled, every channel's
+ * the bias are constant globals (specializer/optimize/relayout.py): once unrolled, every channel's
  * multiplier, shift and bias are immediates. Other variants keep arm_convolve_s8, where the
  * unrolled copies would only add code. A count, not unroll(full): LLVM warns on stderr about a
  * full unroll it cannot do (this generic copy), never about a count; 32 channel pairs cover

@@ -16,10 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import calls
-from .fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
+from specializer.quant import calls
+from specializer.quant.fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
                          one_over_one_plus_x_for_x_in_0_1, requantize)
-from .params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, Pair, PoolParams,
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, Pair, PoolParams,
                      SoftmaxParams)
 
 

@@ -8,7 +8,7 @@ JAX's reference outputs come from the ordinary trace) a block CMSIS-NN can run i
 custom call instead: target "cmsis_nn.<op>", backend_config = the block's scope name
 (`cmsis_nn.<op>.<digest>`, also in the op_name metadata), operands = the block's own inputs,
 result = its int8 output. XLA keeps it as a custom-call thunk over exactly those buffers,
-which capture (specializer/cmsis_calls.py) turns into the CMSIS-NN call. The executable
+which capture (specializer/capture/cmsis_calls.py) turns into the CMSIS-NN call. The executable
 compiled this way is never run: the registered handler does nothing.
 
 A block CMSIS-NN cannot run exactly (`unsupported()` says why) stays plain JAX, so XLA's code
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import jax
 import jax.numpy as jnp
 
-from .params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
                      SoftmaxParams)
 
 TARGET_PREFIX = "cmsis_nn."

@@ -29,7 +29,7 @@ import numpy as np
 from jax.extend import core
 from jax._src import source_info_util
 
-from ..errors import UserError
+from specializer.errors import UserError
 
 _CALLS = ("pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
           "custom_vjp_call_jaxpr", "remat", "checkpoint")

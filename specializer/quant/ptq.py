@@ -23,12 +23,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import blocks
-from .fixedpoint import quantize_multiplier
+from specializer.quant import blocks
+from specializer.quant.fixedpoint import quantize_multiplier
 from jax.extend.core import Literal
 
-from .graph import Graph, Layer, QuantizeError, build
-from .params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
+from specializer.quant.graph import Graph, Layer, QuantizeError, build
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
                      SoftmaxParams)
 
 SOFTMAX_INTEGER_BITS = 5  # TFLite's kScaledDiffIntegerBits

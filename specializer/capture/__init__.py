@@ -1,0 +1,1 @@
+"""Stage: JAX -> XLA -> one retargeted module + manifest."""

@@ -1,0 +1,1 @@
+"""Stage: the libjit kernel library: sources, CMSIS, bitcode."""

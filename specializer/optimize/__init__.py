@@ -1,0 +1,1 @@
+"""Stage: link, specialize, optimize, emit: the five variants."""

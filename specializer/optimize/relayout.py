@@ -1,0 +1,217 @@
+"""Weights are constants: give a kernel a copy of a constant weight laid out for how it reads it.
+
+Runs in the all-args build only, on the model module before it is linked with the kernel
+library (dims never knows weight values; Glow's default never looks at them). One rule so far:
+
+* **pruned dense layer**: ``libjit_matmul_f32(out, x, @W, 1, 1, k, n, 0, rt)`` -- a row vector
+  times a constant weight global -- whose weight is at most MAX_DENSITY nonzero becomes
+  ``libjit_vecmat_csc_f32(out, x, @W.csc.val, @W.csc.row, @W.csc.start, n)``: the nonzeros
+  as compressed sparse columns (values f32, row indices and column starts u16), so every zero
+  weight's multiply-add is gone and the weight takes less flash. The sum runs over the same
+  rows in the same order with the zero terms left out: results equal the dense kernel's except
+  when an input is inf or NaN (0 * inf is NaN; a dropped term contributes nothing).
+  MAX_DENSITY is measured (mlp256 at 80% sparsity): the CSC loop costs 11.1 est. cycles per
+  nonzero (index load, indexed load, value load, loop), the dense vecmat 4.8 per multiply-add,
+  so it pays below about 43% nonzeros.
+
+* **int8 conv with constant per-channel parameters** (cmsis_nn_shim only):
+  ``arm_convolve_s8(...)`` whose quant params (``{multiplier*, shift*}``) and bias are constant
+  globals calls ``shim_convolve_s8_const`` instead: the same code and results, its channel loop
+  fully unrolled, so each channel's multiplier, shift and bias become immediates in the clone.
+  A real CMSIS-NN checkout has no such function: the call is left alone there.
+
+Each decision, applied or not, is returned for the specialization log.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from specializer.library.cmsis_api import FUNCTIONS
+from specializer.optimize.specialize import _unquote, direct_calls, quote
+
+MAX_DENSITY = 0.4
+U16 = 65535
+CSC_KERNEL = "libjit_vecmat_csc_f32"
+
+_GLOBAL = re.compile(r'^ptr @("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)$')
+_FLOATS = re.compile(r"float ([^,\]\s]+)")
+
+
+@dataclass(frozen=True)
+class Relayout:
+    weight: str
+    kernel: str  # the kernel the call now goes to ("" when left alone)
+    shape: tuple[int, int]  # (k, n)
+    nonzeros: int
+    dense_bytes: int
+    new_bytes: int
+    reason: str = ""  # why it was left alone
+
+    def log_line(self) -> str:
+        k, n = self.shape
+        head = f"weight {quote(self.weight)} (f32[{k}x{n}], {self.nonzeros} of {k * n} nonzero"
+        if self.kernel:
+            return (f"{head}): re-laid out as compressed sparse columns for {quote(self.kernel)}, "
+                    f"{self.dense_bytes} -> {self.new_bytes} bytes")
+        return f"{head}): left dense ({self.reason})"
+
+
+def _float(token: str) -> float:
+    if token.startswith("0x"):
+        return struct.unpack(">d", bytes.fromhex(token[2:].rjust(16, "0")))[0]
+    return float(token)
+
+
+def _hex(v: float) -> str:
+    return "0x" + struct.pack(">d", float(np.float32(v))).hex().upper()
+
+
+def weight_values(line: str, count: int) -> np.ndarray | None:
+    """The values of a flat `[count x float]` constant global from its definition line."""
+    m = re.match(r'^@\S+ = (?:[a-z_]+ )*constant \[(\d+) x float\] ', line)
+    if not m or int(m.group(1)) != count:
+        return None
+    rest = line[m.end():]
+    if rest.startswith("zeroinitializer"):
+        return np.zeros(count, np.float32)
+    values = [_float(t) for t in _FLOATS.findall(rest.split("]", 1)[0])]
+    return np.array(values, np.float32) if len(values) == count else None
+
+
+def _csc(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """w [k][n] -> (values, row indices, column starts), rows ascending within a column."""
+    cols = [np.nonzero(w[:, j])[0] for j in range(w.shape[1])]
+    rows = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+    vals = np.concatenate([w[c, j] for j, c in enumerate(cols)]) if cols else np.zeros(0, np.float32)
+    start = np.concatenate([[0], np.cumsum([len(c) for c in cols])])
+    return vals.astype(np.float32), rows, start
+
+
+def _i16(v) -> int:
+    """An unsigned 16-bit value as LLVM writes an i16 (two's complement, signed)."""
+    v = int(v)
+    return v - 65536 if v > 32767 else v
+
+
+def _array(name: str, ty: str, items: list[str]) -> str:
+    body = f"[{', '.join(items)}]" if items else "zeroinitializer"
+    return f"{quote(name)} = internal unnamed_addr constant [{len(items)} x {ty}] {body}, align 4"
+
+
+CONV_S8 = "arm_convolve_s8"
+CONV_S8_CONST = "shim_convolve_s8_const"
+CONV_S8_ARGS = len(next(f for f in FUNCTIONS if f.name == CONV_S8).params)  # v7.0.0: 12
+
+
+@dataclass(frozen=True)
+class ConstConv:
+    scope: str  # the block's quant params global
+    kernel: str  # the kernel the call now goes to ("" when left alone)
+    reason: str = ""
+
+    def log_line(self) -> str:
+        if self.kernel:
+            return (f"int8 conv {quote(self.scope)}: constant quant params and bias, calls "
+                    f"{quote(self.kernel)} (channel loop unrolled: per-channel constants become immediates)")
+        return f"int8 conv {quote(self.scope)}: left on {CONV_S8} ({self.reason})"
+
+
+def _constant_global(defs: dict, lines: list[str], arg: str) -> bool:
+    m = _GLOBAL.match(arg)
+    return bool(m) and _unquote(m.group(1)) in defs and " constant " in lines[defs[_unquote(m.group(1))]]
+
+
+def const_convs(text: str, shim: bool) -> tuple[str, tuple[ConstConv, ...]]:
+    """The int8 conv rule (module docstring): `shim` says whether libjit is built on the shim."""
+    lines = text.split("\n")
+    defs = _defs(lines)
+    notes = []
+    for call in list(direct_calls(lines, (CONV_S8,))):
+        args = call.args
+        if len(args) != CONV_S8_ARGS:
+            continue
+        scope = _GLOBAL.match(args[2])
+        name = _unquote(scope.group(1)) if scope else args[2]
+        if not shim:
+            notes.append(ConstConv(name, "", "a real CMSIS-NN checkout has no " + CONV_S8_CONST))
+        elif not (_constant_global(defs, lines, args[2]) and _constant_global(defs, lines, args[8])):
+            notes.append(ConstConv(name, "", "quant params or bias not a constant global"))
+        else:
+            lines[call.line] = lines[call.line].replace("@" + CONV_S8 + "(", "@" + CONV_S8_CONST + "(", 1)
+            notes.append(ConstConv(name, CONV_S8_CONST))
+    if not any(n.kernel for n in notes):
+        return text, tuple(notes)
+    decl = f"declare i32 @{CONV_S8_CONST}({', '.join(['ptr'] * CONV_S8_ARGS)})"
+    return "\n".join(lines).rstrip("\n") + "\n\n" + decl + "\n", tuple(notes)
+
+
+def _defs(lines: list[str]) -> dict[str, int]:
+    """Global name -> the line that defines it."""
+    defs = {}
+    for i, line in enumerate(lines):
+        if line.startswith("@"):
+            m = re.match(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+) = ', line)
+            if m:
+                defs[_unquote(m.group(1))] = i
+    return defs
+
+
+def relayout(text: str, shim: bool = True) -> tuple[str, tuple]:
+    """Apply the rules to every call of the model module `text` (see the module docstring)."""
+    text, convs = const_convs(text, shim)
+    text, notes = _dense(text)
+    return text, notes + convs
+
+
+def _dense(text: str) -> tuple[str, tuple[Relayout, ...]]:
+    lines = text.split("\n")
+    defs = _defs(lines)
+    done: dict[str, Relayout] = {}
+    notes, new_globals = [], []
+    for call in list(direct_calls(lines, ("libjit_matmul_f32",))):
+        args, ints = call.args, call.ints(3, 6)
+        w = _GLOBAL.match(args[2]) if len(args) == 9 else None
+        if w is None or ints is None:
+            continue
+        batch, rows, k, n, lt, rt = ints
+        if batch != 1 or rows != 1 or lt != 0:
+            continue
+        name = _unquote(w.group(1))
+        if name not in done:
+            done[name] = _decide(name, lines[defs[name]] if name in defs else "", k, n, rt, new_globals)
+            notes.append(done[name])
+        r = done[name]
+        if r.kernel:
+            csc = [f"ptr {quote(name + '.csc.' + part)}" for part in ("val", "row", "start")]
+            line = lines[call.line]
+            lines[call.line] = (line[:call.start] + f"call void {quote(CSC_KERNEL)}("
+                                + ", ".join([args[0], args[1], *csc, f"i32 {n}"]) + ")" + line[call.end:])
+    if not any(r.kernel for r in notes):
+        return text, tuple(notes)
+    if not re.search(rf"^(declare|define) .*{quote(CSC_KERNEL)}\(", text, re.M):
+        new_globals.append(f"declare void {quote(CSC_KERNEL)}(ptr, ptr, ptr, ptr, ptr, i32)")
+    return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(new_globals) + "\n", tuple(notes)
+
+
+def _decide(name: str, line: str, k: int, n: int, rt: int, out: list[str]) -> Relayout:
+    values = weight_values(line, k * n)
+    dense = 4 * k * n
+    if values is None:
+        return Relayout(name, "", (k, n), 0, dense, dense, "not a flat constant f32 weight")
+    w = values.reshape(n, k).T if rt else values.reshape(k, n)
+    nnz = int(np.count_nonzero(w))
+    if nnz > MAX_DENSITY * k * n:
+        return Relayout(name, "", (k, n), nnz, dense, dense,
+                        f"{nnz / (k * n):.0%} nonzero > {MAX_DENSITY:.0%}: the dense kernel is faster")
+    if k > U16 or nnz > U16:
+        return Relayout(name, "", (k, n), nnz, dense, dense, "too large for 16-bit indices")
+    vals, rows, start = _csc(w)
+    out.append(_array(name + ".csc.val", "float", [f"float {_hex(v)}" for v in vals]))
+    out.append(_array(name + ".csc.row", "i16", [f"i16 {_i16(r)}" for r in rows]))
+    out.append(_array(name + ".csc.start", "i16", [f"i16 {_i16(s)}" for s in start]))
+    return Relayout(name, CSC_KERNEL, (k, n), nnz, dense, 4 * nnz + 2 * nnz + 2 * (n + 1))

@@ -1,0 +1,394 @@
+"""The five builds every comparison makes of one model, each into its own directory.
+
+| variant         | what it is |
+|-----------------|------------|
+| `separate`      | model.ll optimized alone at O2 -> model.o; the libjit bitcode optimized alone at O2 ->
+|                 | libjit.o; linked by the linker |
+| `lto`           | model + libjit linked into one module, internalized, O2, no explicit specialization |
+| `llvm-funcspec` | `lto` with LLVM's own FunctionSpecialization forced on in O2's IPSCCP (no cost model,
+|                 | literal constants and global addresses allowed, 16 clones per function): the peer |
+| `dims`          | `lto` + call sites specialized the way Glow does by default: constant scalars and
+|                 | pointers to constant non-tensor data (no addresses, no floats); constprop, O2 |
+| `all-args`      | `lto` + call sites specialized on every constant argument, and on pointers to stack
+|                 | objects that hold only constants (CMSIS instance structs); constprop, O2 |
+
+Every object is emitted with a section per function, so the linker's --gc-sections keeps what
+the entry reaches, as with a library built with -ffunction-sections (for `separate` that keeps
+the unused kernels of libjit.o out; for the others, unused libcall targets). libjit.o also has
+a section per global (-fdata-sections: unused tables are dropped); the model objects do not
+need that (their globals are all used).
+
+Objects are compiled from the printed IR re-parsed (what optimized.ll holds), not from the
+module in memory: the two differ in use-list order, which steers some backend heuristics
+(measured: LeNet's lto object differs, and runs 3% more instructions compiled from the
+re-parsed module than from the one in memory; re-parsing again changes nothing). An object
+that optimized.ll reproduces is what a person diffing IR needs.
+
+Artifacts (text, byte-identical when the same input is built twice):
+`linked.ll` (linked, internalized, dead code dropped: what the specializer sees),
+`specialized.ll` (after the last specialization round, before the final constprop and O2;
+rounds after the first see the constprop of the ones before), `optimized.ll`, `pipeline.txt`
+(the passes after `link`: `specialize opt -passes="$(cat pipeline.txt)" linked.ll` rebuilds
+optimized.ll; pipeline.py), and `specialization.log` / `specialization.json`, and next to each
+`.ll` its diff-oriented text (`optimized.diff.ll`, ...: difftext.py). `separate` writes
+`optimized.ll` of the model module alone (its pipeline.txt runs on model.ll).
+
+Each variant is defined by its pass pipeline (`pipeline_for`, printed by `specialize
+--print-pipeline`); `linked.ll` is printed with LLVM's use-list order so that the pipeline
+rerun on it gives the same optimized.ll. The unroll threshold applies to the specializing
+variants only: `separate` and `lto` are what LLVM's defaults give.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import llvmlite.binding as llvm
+from elftools.elf.elffile import ELFFile
+
+from specializer.optimize import codegen, difftext, ir, passes
+
+from specializer.library import libjit
+from specializer.errors import UserError
+from specializer.inputs import Model
+from specializer.capture.retarget import FLASH_BYTES
+from specializer.optimize.specialize import CodeSizes, Specialized, merge, quote, specialize
+
+VARIANTS = ("separate", "lto", "llvm-funcspec", "dims", "all-args")
+DEFAULT_MAX_GROWTH = 2.0
+DEFAULT_ROUNDS = 8
+# The unroll thresholds a comparison tries in the specializing variants, keeping the one that
+# measures fewer est. cycles (None: LLVM's own, 150 at O2). Once specialization has made trip
+# counts constant, unrolling them pays on f32 kernels (kws_dscnn dims 11.61M -> 10.77M est.
+# cycles at 1000, mobilenet_vww 4.20 -> 4.05 cycles/MAC) but costs on CMSIS-NN's int8 code
+# (kws_int8 dims 8.55M -> 11.48M at 500 and up: register spills in the unrolled SMLAD loops);
+# no threshold between does both (300: 11.55M / 9.03M). The growth factor and the flash
+# budget bound what each candidate adds.
+DEFAULT_UNROLL_CANDIDATES = (None, 1000)
+
+
+def unroll_setting(text: str) -> tuple[int | None, tuple]:
+    """`--unroll-threshold`'s value as (Options.unroll_threshold, Options.unroll_candidates):
+    a number, 'llvm' (LLVM's own) or 'auto' (measure DEFAULT_UNROLL_CANDIDATES)."""
+    t = text.strip().lower()
+    if t == "auto":
+        return None, DEFAULT_UNROLL_CANDIDATES
+    if t == "llvm":
+        return None, ()
+    try:
+        n = int(t)
+    except ValueError:
+        raise ValueError(f"not an unroll threshold: '{text}' (a number, 'llvm' or 'auto')") from None
+    if n < 0:
+        raise ValueError("--unroll-threshold must be >= 0")
+    return n, ()
+DEFAULT_FLASH_BUDGET = FLASH_BYTES - 64 * 1024  # the target's flash less room for harness, libc and libm
+
+
+@dataclass(frozen=True)
+class Options:
+    max_growth: float | None = DEFAULT_MAX_GROWTH  # None: no size budget
+    unroll_threshold: int | None = None  # None: LLVM's default (150 at O2)
+    # a comparison builds and measures the specializing variants at each of these thresholds
+    # and keeps the fastest (compare.py); empty: `unroll_threshold` only. Builds that are not
+    # measured (-S, bundle) use `unroll_threshold`.
+    unroll_candidates: tuple = DEFAULT_UNROLL_CANDIDATES
+    rounds: int = DEFAULT_ROUNDS  # specialization rounds, constprop between them; stops early at no new clone
+    pre_unroll: bool = False  # unroll loops in the constprop step too, not only in O2 (passes.constprop)
+    flash_budget: int | None = DEFAULT_FLASH_BUDGET  # code + data bytes the specialized build may take
+
+
+@dataclass(frozen=True)
+class Build:
+    variant: str
+    dir: Path
+    objects: tuple[Path, ...]  # every object that makes up the model (all counted in its size)
+    specialized: Specialized | None = None
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def _write_ir(path: Path, text: str, spec: Specialized | None = None) -> Path:
+    """A module's text and, next to it, its diff-oriented text (difftext.py; `spec`'s clones labeled)."""
+    difftext.write(difftext.diff_path(path), text, path.name, difftext.clone_notes(spec.sites) if spec else None)
+    return _write(path, text)
+
+
+def _library(ctx=None) -> llvm.ModuleRef:
+    return ir.parse_bitcode(libjit.build().bitcode, ctx)
+
+
+def linked(model: Model, text: str | None = None) -> llvm.ModuleRef:
+    """model (or `text` in its place) + libjit in one module (one fresh LLVM context),
+    internalized, dead code dropped."""
+    ctx = ir.context()
+    mod = codegen.link([ir.parse(model.text if text is None else text, str(model.path), ctx), _library(ctx)])
+    codegen.check_library_symbols(mod)
+    found = passes.internalize(mod, model.keep)
+    missing = [e for e in model.entries if e not in found]
+    if missing:
+        raise UserError(f"{model.path}: no entry point: '{missing[0]}' is not defined after linking")
+    return mod
+
+
+# --------------------------------------------------------------------------- sections
+
+
+_DEFINE_TAIL = re.compile(r"^((?: (?:local_)?unnamed_addr)?(?: addrspace\(\d+\))?(?: #\d+)?)")
+_GLOBAL_TAIL = re.compile(r"(?:, align \d+)?(?:, ![-\w.]+ !\d+)*(?: #\d+)?$")
+_GLOBAL_DEF = re.compile(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+) = (?:[a-z_]+ )*(global|constant) ')
+
+
+def with_sections(text: str, data: bool = True) -> str:
+    """Each function (and with `data`, each global variable) in a section of its own (.text.<f>,
+    .rodata.<g>, ...).
+
+    llvmlite's TargetMachine has no -ffunction-sections switch, so the sections are named in
+    the IR; GNU ld's --gc-sections then drops whatever the entry points do not reach."""
+    out = []
+    for line in text.split("\n"):
+        if line.startswith("define ") and " section \"" not in line:
+            name = _name_of_define(line)
+            at = _args_end(line, line.index(quote(name) + "(") + len(quote(name)))
+            tail = _DEFINE_TAIL.match(line[at:]).end() + at
+            line = line[:tail] + f' section ".text.{_plain(name)}"' + line[tail:]
+        elif data:
+            m = _GLOBAL_DEF.match(line)
+            if m and ", section \"" not in line:
+                name = m.group(1).strip('"')
+                if m.group(2) == "constant":
+                    kind = ".rodata"
+                else:
+                    kind = ".bss" if _zero_initialized(line, m.end()) else ".data"
+                tail = _GLOBAL_TAIL.search(line).start()
+                line = line[:tail] + f', section "{kind}.{_plain(name)}"' + line[tail:]
+        out.append(line)
+    return "\n".join(out)
+
+
+def _zero_initialized(line: str, type_at: int) -> bool:
+    if line[type_at] in "[{<":
+        end = _args_end(line, type_at)
+    else:
+        end = line.index(" ", type_at)
+    return line[end:].startswith(" zeroinitializer")
+
+
+def _plain(name: str) -> str:
+    return re.sub(r'[^-\w.$]', "_", name)
+
+
+def _name_of_define(line: str) -> str:
+    m = re.search(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)\(', line)
+    ref = m.group(1)
+    return ref[1:-1] if ref.startswith('"') else ref
+
+
+def _args_end(line: str, open_paren: int) -> int:
+    depth = 0
+    for i in range(open_paren, len(line)):
+        if line[i] in "([{<":
+            depth += 1
+        elif line[i] in ")]}>":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    raise ValueError(line)
+
+
+# libjit.o by the library bitcode's digest: `separate` compiles the same library for every
+# model, and a process that builds many (scripts/fuzz.py) need not compile it again.
+_LIBRARY_OBJECTS: dict[str, bytes] = {}
+
+
+def _library_object(path: Path) -> Path:
+    bitcode = libjit.build().bitcode
+    key = hashlib.sha256(Path(bitcode).read_bytes()).hexdigest()
+    if key not in _LIBRARY_OBJECTS:
+        lib = _library()
+        passes.optimize(lib)
+        _LIBRARY_OBJECTS[key] = _emit(lib, path, data_sections=True).read_bytes()
+    path.write_bytes(_LIBRARY_OBJECTS[key])
+    return path
+
+
+def _emit(mod, path: Path, data_sections: bool = False) -> Path:
+    """The object, with a section per function (and per global with `data_sections`)."""
+    mod = ir.parse(with_sections(str(mod), data_sections), path.name)
+    path.write_bytes(codegen.emit_object(mod))
+    return path
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = False) -> CodeSizes:
+    """Code bytes and direct calls of every function of `text` after the specializing variants'
+    optimization pipeline (the sizes the budget compares)."""
+    mod = ir.parse(text, "scratch.ll")
+    passes.constprop(mod, threshold, pre_unroll)
+    passes.optimize(mod, threshold)
+    calls = {}
+    for f in mod.functions:
+        if f.is_declaration:
+            continue
+        callees = set()
+        for b in f.blocks:
+            for i in b.instructions:
+                if i.opcode in ("call", "invoke"):
+                    target = list(i.operands)[-1]
+                    if target.value_kind == llvm.ValueKind.function:
+                        callees.add(target.name)
+        calls[f.name] = sorted(callees)
+    elf = ELFFile(io.BytesIO(codegen.emit_object(mod)))
+    sizes, data = {}, 0
+    for s in elf.get_section_by_name(".symtab").iter_symbols():
+        if s["st_info"]["type"] == "STT_FUNC":
+            sizes[s.name] = sizes.get(s.name, 0) + s["st_size"]
+        elif s["st_info"]["type"] == "STT_OBJECT" and isinstance(s["st_shndx"], int):
+            if elf.get_section(s["st_shndx"]).name.startswith((".rodata", ".data")):
+                data += s["st_size"]
+    return CodeSizes(sizes, calls, data)
+
+
+def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | None = None,
+                      where: str = "module.ll") -> Specialized:
+    """Specialize, propagate constants, and specialize again what became constant.
+
+    Round 1 sees the constants at the call sites of the linked module; constant propagation
+    and inlining then turn arguments inside the clones into constants (a kernel's own helper
+    calls), which round 2 specializes, and so on, for at most `options.rounds` rounds or until
+    a round makes no clone. The result's text is the last round's output, before the final
+    constprop and O2."""
+    threshold = options.unroll_threshold
+    rounds: list[Specialized] = []
+    skip: frozenset = frozenset()
+    for r in range(1, max(1, options.rounds) + 1):
+        if rounds:
+            mod = ir.parse(text, where)
+            passes.constprop(mod, threshold, options.pre_unroll)
+            text = str(mod)
+        number = sum(len(x.sites) for x in rounds) + 1
+        spec = specialize(text, mode, max_growth=options.max_growth, flash_budget=options.flash_budget,
+                          sizer=lambda t: code_sizes(t, threshold, options.pre_unroll), shapes=shapes, where=where,
+                          round=r, first_number=number, skip=skip,
+                          reserved=frozenset(c for x in rounds for c in x.clones),
+                          earlier=tuple(s for x in rounds for s in x.sites))
+        rounds.append(spec)
+        text = spec.text
+        skip = skip | spec.refused_keys()
+        if not spec.clones:
+            break
+    return merge(rounds)
+
+
+# --------------------------------------------------------------------------- the builds
+
+
+@dataclass
+class Optimized:
+    """One variant's module after its whole optimization (what its object is emitted from)."""
+    module: llvm.ModuleRef
+    linked: str  # the linked module the specializer saw (text, with its use-list order: pipeline.py)
+    spec: Specialized | None = None  # dims / all-args: the specialization rounds
+    relaid: tuple = ()  # all-args: weights re-laid out (relayout.py)
+    zero_weights: int = 0  # all-args: multiply-adds by a constant zero dropped (zeroweights.py)
+    aliases: tuple = ()  # all-args: buffer addresses given symbols of their own (bufalias.py)
+    pipeline: tuple = ()  # the passes that ran (pipeline.py)
+
+    def log_text(self) -> str:
+        head = "".join(f"; {r.log_line()}\n" for r in self.relaid)
+        if self.aliases:
+            head += f"; buffer addresses as symbols (bufalias.py): {', '.join('@' + a for a in self.aliases)}\n"
+        if self.zero_weights:
+            head += (f"; zero weights: {self.zero_weights} multiply-adds by a constant 0.0 dropped "
+                     "(zeroweights.py)\n")
+        return head + (self.spec.log_text() if self.spec else "")
+
+
+def pipeline_for(variant: str, options: Options = Options()) -> tuple:
+    """The passes that define `variant` (pipeline.py): what `--print-pipeline` prints and a build
+    runs. `separate` runs its pipeline on the model alone (and O2 on the libjit bitcode alone)."""
+    from specializer.optimize import pipeline as p
+
+    if variant not in VARIANTS:
+        raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
+    t = options.unroll_threshold
+    if variant == "separate":
+        return (p.O2(),)
+    if variant == "lto":
+        return (p.Link(), p.O2())
+    if variant == "llvm-funcspec":
+        return (p.Link(), p.LlvmFuncspec())
+    spec = p.Specialize(mode=variant, rounds=max(1, options.rounds), max_growth=options.max_growth,
+                        flash_budget=options.flash_budget, unroll_threshold=t, pre_unroll=options.pre_unroll)
+    tail = (p.Constprop(unroll_threshold=t, unroll=options.pre_unroll), p.O2(unroll_threshold=t))
+    if variant == "dims":
+        return (p.Link(), spec) + tail
+    # zero weights are visible once O2 has unrolled and folded the loads
+    return (p.Relayout(), p.Link(), spec, p.Bufalias()) + tail + (p.Zeroweights(),)
+
+
+def optimized(model: Model, variant: str, options: Options = Options(), annotate=None) -> Optimized:
+    """The optimized module of one of the linked variants (every variant but `separate`): its
+    pipeline printed as text and what that text parses to run on the model.
+    `annotate(text) -> text` (lto and llvm-funcspec only) rewrites the linked module before the
+    steps after `link`: the profile's debug info (debuginfo.py)."""
+    from specializer.optimize import pipeline as p
+
+    steps = p.parse(p.to_text(pipeline_for(variant, options)))
+    s = p.State.of_model(model)
+    if annotate is None:
+        p.run(steps, s)
+    else:
+        if variant not in ("lto", "llvm-funcspec"):
+            raise UserError(f"the HLO profile is made of the lto and llvm-funcspec builds, not {variant}")
+        cut = next(i for i, step in enumerate(steps) if isinstance(step, p.Link)) + 1
+        p.run(steps[:cut], s)
+        s.set_text(annotate(s.as_text()))
+        p.run(steps[cut:], s)
+    return Optimized(s.as_module(), s.linked, s.spec, s.relaid, s.zero_weights, s.aliases, steps)
+
+
+def build(model: Model, variant: str, out_dir: Path, options: Options = Options(),
+          data_sections: bool = False, annotate=None) -> Build:
+    """Build one variant of `model` into `out_dir`: artifacts and object(s). `data_sections`: the
+    model object gets a section per global too (.rodata.<weight>, .bss.<buffer>), as a bundle
+    wants them for placing weights and buffers."""
+    if variant not in VARIANTS:
+        raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
+    from specializer.optimize import pipeline as p
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if annotate is not None and variant == "separate":
+        raise UserError("the HLO profile is made of the lto and llvm-funcspec builds, not separate")
+    if variant == "separate":
+        steps = p.parse(p.to_text(pipeline_for(variant, options)))
+        mod = p.run(steps, p.State(model.path.name, str(model.path), model.text)).as_module()
+        _write_ir(out_dir / "optimized.ll", str(mod))
+        _write(out_dir / "pipeline.txt", p.to_text(steps) + "\n")
+        objs = (_emit(mod, out_dir / "model.o", data_sections), _library_object(out_dir / "libjit.o"))
+        return Build(variant, out_dir, objs)
+
+    o = optimized(model, variant, options, annotate)
+    _write_ir(out_dir / "linked.ll", o.linked)
+    _write(out_dir / "pipeline.txt", p.to_text(p.after_link(o.pipeline)) + "\n")
+    if o.spec is None:
+        _write_ir(out_dir / "optimized.ll", str(o.module))
+        return Build(variant, out_dir, (_emit(o.module, out_dir / "model.o", data_sections),))
+    _write_ir(out_dir / "specialized.ll", o.spec.text, o.spec)
+    _write(out_dir / "specialization.log", o.log_text())
+    _write(out_dir / "specialization.json", o.spec.log_json())
+    if o.relaid:
+        _write(out_dir / "relayout.json", json.dumps([asdict(r) for r in o.relaid], indent=1, sort_keys=True) + "\n")
+    mod, spec = o.module, o.spec
+    _write_ir(out_dir / "optimized.ll", str(mod), spec)
+    return Build(variant, out_dir, (_emit(mod, out_dir / "model.o", data_sections),), spec)

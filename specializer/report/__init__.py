@@ -1,0 +1,1 @@
+"""Stage: comparisons, reports, plots."""

@@ -1,0 +1,87 @@
+"""Build every variant of one model, run each on QEMU, and collect the comparison.
+
+One directory per variant under the output directory (artifacts: see variants.py), plus
+per-function profiles (profile.py) and the comparison itself as report.md / report.json.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from specializer import files
+
+from specializer.run import firmware, measure, profile
+
+from specializer.report import macs, tables as report
+
+from specializer.optimize import variants
+from specializer.inputs import Model
+from specializer.report.tables import Comparison, VariantRow
+
+
+def _thresholds(model: Model, v: str, options: variants.Options) -> tuple:
+    """The unroll thresholds to build variant `v` with: several only for a specializing variant
+    of a model that runs (the choice is by measurement)."""
+    if v in ("dims", "all-args") and options.unroll_candidates and model.manifest is not None:
+        return tuple(options.unroll_candidates)
+    return (options.unroll_threshold,)
+
+
+def _row(model: Model, v: str, b, method: str, timeout: float, threshold) -> VariantRow:
+    spec = {}
+    if b.specialized:
+        spec = dict(clones=len(b.specialized.clones), refused=b.specialized.refused_by_budget,
+                    unroll_threshold=threshold)
+    if model.manifest is None:
+        fp = firmware.footprint(b.objects, sorted(model.keep, key=lambda k: (k not in model.entries, k)), b.dir)
+        return VariantRow(v, "not run", fp.code, fp.const, fp.data, fp.bss, **spec,
+                          lib_flash=fp.lib_flash, lib_ram=fp.lib_ram)
+    m = measure.measure(list(b.objects), model.manifest, b.dir, method=method, timeout=timeout)
+    if m.result.profile is not None:
+        profile.write(profile.function_profile(m.firmware.elf, m.result.profile), b.dir)
+    r = m.row
+    return VariantRow(v, r.status, r.text, r.rodata, r.data, r.bss, r.insns,
+                      r.cycles if method == "plugin" else None, r.max_abs_err, r.max_rel_err,
+                      rtol=model.manifest.rtol, lib_flash=r.lib_flash, lib_ram=r.lib_ram, stack=r.stack, **spec)
+
+
+def _keep(out_dir: Path, v: str, best: Path) -> None:
+    """The chosen build becomes DIR/<v> (the row says which threshold); the others go."""
+    target = out_dir / v
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.move(str(best), str(target))
+    shutil.rmtree(out_dir / ".unroll", ignore_errors=True)
+
+
+def compare(model: Model, out_dir: Path, options: variants.Options = variants.Options(),
+            which: tuple[str, ...] = variants.VARIANTS, method: str = "plugin",
+            timeout: float = 120, progress=None) -> Comparison:
+    """`progress(text)`, when given, hears each step as it starts (the CLI prints it on stderr)."""
+    say = progress or (lambda text: None)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i, v in enumerate(which, 1):
+        tried = _thresholds(model, v, options)
+        results = []
+        for t in tried:
+            o = replace(options, unroll_threshold=t)
+            d = out_dir / v if len(tried) == 1 else out_dir / ".unroll" / f"{v}-{t or 'llvm'}"
+            note = f" (unroll threshold {t or 'LLVM'})" if len(tried) > 1 else ""
+            say(f"[{i}/{len(which)}] {v}: building{note}")
+            b = variants.build(model, v, d, o)
+            if model.manifest is not None:
+                say(f"[{i}/{len(which)}] {v}: running on QEMU{note}")
+            results.append((t, b, _row(model, v, b, method, timeout, t)))
+        t, b, row = min(results, key=lambda x: (x[2].status != "pass", x[2].cycles or 0))
+        if len(tried) > 1:
+            _keep(out_dir, v, b.dir)
+        rows.append(row)
+    opts = asdict(options) | {"method": method}
+    c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None)
+    files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.NOTE + "\n"),
+                     (out_dir / "report.json", report.json_text(c))])
+    return c

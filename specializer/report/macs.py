@@ -1,0 +1,71 @@
+"""Multiply-accumulates of a captured model: what its libjit dot and convolution calls and its
+CMSIS-NN s8 calls compute.
+
+Read off the calls capture emits (specializer/capture/libcalls.py, specializer/capture/cmsis_calls.py): a libjit
+kernel's constant shape arguments, a CMSIS-NN call's constant `cmsis_nn_dims` globals (filter
+and output dims, found by parameter name in CMSIS-NN v7.0.0's signature, cmsis_api.py). So the
+count is the model's, not any variant's: est. cycles / MAC compares variants and models on one
+scale. Dots XLA keeps as its own IR are not counted (capture sends every standalone dot to
+libjit; dots fused into elementwise kernels are small).
+"""
+
+from __future__ import annotations
+
+import re
+
+from specializer.library.cmsis_api import FUNCTIONS
+from specializer.optimize.specialize import _unquote, direct_calls
+
+KERNELS = ("libjit_matmul_f32", "libjit_matmul_s8_s32", "libjit_matmul_s32", "libjit_conv2d_f32")
+
+# CMSIS-NN call -> MACs from its filter and output dims ({n, h, w, c} each)
+CMSIS_NN = {
+    # filter [C_OUT, KH, KW, CK]: every output value sums KH * KW * CK products
+    "arm_convolve_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3],
+    # filter [1, KH, KW, C_OUT]: KH * KW products per output value
+    "arm_depthwise_conv_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2],
+    # filter [ACCUM_DEPTH, -, -, C_OUT], output [BATCH, -, -, C_OUT]
+    "arm_fully_connected_s8": lambda f, o: o[0] * f[0] * o[3],
+}
+_PARAMS = {f.name: [n for _, n in f.params] for f in FUNCTIONS}
+_GLOBAL_ARG = re.compile(r'^ptr @("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)$')
+_DIMS_DEF = re.compile(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+) = .*\bconstant \[4 x i32\] '
+                       r'\[i32 (-?\d+), i32 (-?\d+), i32 (-?\d+), i32 (-?\d+)\]')
+
+
+def count(text: str) -> int:
+    """MACs of every libjit dot/convolution call and CMSIS-NN s8 layer call in a captured
+    model's IR (0 if none)."""
+    lines = text.split("\n")
+    total = 0
+    for call in direct_calls(lines, KERNELS):
+        if call.callee.startswith("libjit_matmul"):
+            v = call.ints(3, 4)
+            if v:
+                batch, rows, k, n = v
+                total += batch * rows * k * n
+        else:
+            v = call.ints(4, 16)
+            if v:
+                batch, _, _, in_c, out_h, out_w, out_c, k_h, k_w = v[:9]
+                groups = v[15]
+                total += batch * out_h * out_w * out_c * k_h * k_w * (in_c // max(groups, 1))
+    return total + cmsis_nn(lines)
+
+
+def cmsis_nn(lines: list[str]) -> int:
+    """MACs of the CMSIS-NN layer calls whose filter and output dims are constant globals."""
+    dims = {}
+    for line in lines:
+        m = _DIMS_DEF.match(line) if line.startswith("@") else None
+        if m:
+            dims[_unquote(m.group(1))] = tuple(int(m.group(i)) for i in range(2, 6))
+    total = 0
+    for call in direct_calls(lines, tuple(CMSIS_NN)):
+        params = _PARAMS[call.callee]
+        if len(call.args) != len(params):
+            continue
+        f, o = (_GLOBAL_ARG.match(call.args[params.index(p)]) for p in ("filter_dims", "output_dims"))
+        if f and o and _unquote(f.group(1)) in dims and _unquote(o.group(1)) in dims:
+            total += CMSIS_NN[call.callee](dims[_unquote(f.group(1))], dims[_unquote(o.group(1))])
+    return total

@@ -1,0 +1,1 @@
+"""Stage: firmware, QEMU, counting, the cost model."""

@@ -1,0 +1,180 @@
+"""Run a built model on QEMU and measure it: one result row (flash, RAM, stack, instructions, cycles)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from specializer.run import cycles, firmware, qemu
+from specializer.errors import UserError
+from specializer.capture.manifest import Manifest, np_dtype
+
+
+@dataclass(frozen=True)
+class Row:
+    model: str
+    status: str  # pass | FAIL
+    max_abs_err: float
+    max_rel_err: float
+    text: int  # model and kernel library code
+    rodata: int  # weights and constants
+    data: int
+    bss: int  # buffers: inputs, outputs, arena, scratch
+    insns: int
+    cycles: int | None  # None with method="icount": the counter gives no per-instruction profile to weigh
+    lib_flash: int = 0  # libc/libm/libgcc code, constants and data image the model reaches
+    lib_ram: int = 0  # ... and their .data + .bss
+    stack: int | None = None  # peak stack of the measured call (bytes)
+
+    @property
+    def flash(self) -> int:
+        return self.text + self.rodata + self.data + self.lib_flash
+
+    @property
+    def ram(self) -> int | None:
+        return None if self.stack is None else self.data + self.bss + self.lib_ram + self.stack
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"flash": self.flash, "ram": self.ram}
+
+
+_OUTPUT = re.compile(r"^output 0x([0-9a-f]{8}) 0x([0-9a-f]{8})$")
+
+
+def read_outputs(stdout: str, manifest: Manifest) -> list[np.ndarray]:
+    """The output dumps the harness printed, decoded into arrays."""
+    lines = stdout.splitlines()
+    outs = []
+    i = 0
+    while i < len(lines):
+        m = _OUTPUT.match(lines[i].strip())
+        i += 1
+        if not m:
+            continue
+        nbytes = int(m.group(2), 16)
+        words = []
+        while len(words) * 4 < nbytes:
+            words += [int(w, 16) for w in lines[i].split()]
+            i += 1
+        raw = np.asarray(words, dtype="<u4").tobytes()[:nbytes]
+        t = manifest.outputs[int(m.group(1), 16)]
+        outs.append(np.frombuffer(raw, dtype=np_dtype(t.dtype)).reshape(t.shape))
+    if len(outs) != len(manifest.outputs):
+        raise UserError(f"firmware printed {len(outs)} of {len(manifest.outputs)} outputs")
+    return outs
+
+
+def errors(got: list[np.ndarray], manifest: Manifest) -> tuple[float, float, bool]:
+    """(max abs error, max rel error, within tolerance) over all outputs.
+
+    Floats: NaN where the reference is NaN (either sign: x86 and Arm default NaNs differ in
+    sign), inf of the same sign where it is inf, finite values within tolerance; errors are
+    measured over the finite values, and a NaN or inf out of place is an infinite error.
+    rel = |got - ref| / max(|ref|, atol): relative where the reference is not tiny."""
+    max_abs = max_rel = 0.0
+    ok = True
+    for g, t in zip(got, manifest.outputs):
+        ref = t.array()
+        if ref.dtype.kind == "f" and ref.dtype.itemsize == 4:
+            g64, r64 = g.astype(np.float64), ref.astype(np.float64)
+            special = ~np.isfinite(r64)
+            same_special = np.where(np.isnan(r64), np.isnan(g64), g64 == r64)
+            if not np.all(same_special[special]):
+                ok = False
+                max_abs = max_rel = float("inf")
+            finite = ~special
+            diff = np.abs(g64[finite] - r64[finite])
+            rel = diff / np.maximum(np.abs(r64[finite]), manifest.atol)
+            if diff.size:
+                with np.errstate(invalid="ignore"):
+                    max_abs = max(max_abs, float(np.max(diff)) if np.isfinite(diff).all() else float("inf"))
+                    max_rel = max(max_rel, float(np.max(rel)) if np.isfinite(rel).all() else float("inf"))
+            ok &= bool(np.all(rel <= manifest.rtol))
+        else:  # integers, and float types the harness compares bit for bit
+            if ref.dtype.kind in "iub":
+                diff = np.abs(g.astype(np.int64) - ref.astype(np.int64))
+            else:
+                diff = (np.ascontiguousarray(g).view(np.uint8) != np.ascontiguousarray(ref).view(np.uint8))
+            if diff.size:
+                max_abs = max(max_abs, float(diff.max()))
+            ok &= bool(np.all(diff == 0))
+    return max_abs, max_rel, ok
+
+
+_STACK = re.compile(r"^stack 0x([0-9a-f]{8}) 0x([0-9a-f]{8})$", re.M)
+
+
+def stack_used(stdout: str, elf: Path) -> int:
+    """Peak stack of the measured call, from the harness's scan of the painted free stack."""
+    m = _STACK.search(stdout)
+    if not m:
+        raise UserError(f"firmware {elf.name} printed no 'stack <used> <free>' line")
+    used, free = int(m.group(1), 16), int(m.group(2), 16)
+    if used >= free:
+        raise UserError(f"the model's stack reached the end of free RAM ({free:,} bytes between .bss and "
+                        "the top of RAM) and overwrote static data: it needs less stack or smaller buffers")
+    return used
+
+
+@dataclass(frozen=True)
+class Measured:
+    row: Row
+    result: qemu.RunResult
+    firmware: firmware.Firmware
+    footprint: firmware.Footprint
+
+
+def roots(manifest: Manifest) -> list[str]:
+    """The symbols a caller of the model uses: the entry, then its I/O buffers."""
+    return [manifest.entry, *sorted({t.symbol for t in manifest.inputs + manifest.outputs})]
+
+
+def measure(objects: Path | list[Path], manifest: Manifest, workdir: Path, method: str = "plugin",
+            timeout: float = 120) -> Measured:
+    """Link the model object(s) with the harness, run on QEMU, check against JAX, count; the
+    model's flash and static RAM from the model linked alone (firmware.footprint)."""
+    fw = firmware.build(objects, manifest, workdir)
+    fp = firmware.footprint(objects, roots(manifest), workdir)
+    result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout)
+    got = read_outputs(result.stdout, manifest)
+    max_abs, max_rel, ok = errors(got, manifest)
+    harness_ok = result.exit_code == 0
+    if ok != harness_ok:  # the two comparisons must agree; if not, trust neither
+        ok = False
+    if method == "plugin":
+        est = cycles.estimate(result.profile)
+        insns, cyc = est.insns, est.cycles
+    else:
+        insns, cyc = result.counter_insns, None
+    row = Row(manifest.function, "pass" if ok else "FAIL", max_abs, max_rel, fp.code, fp.const, fp.data, fp.bss,
+              insns, cyc, fp.lib_flash, fp.lib_ram, stack_used(result.stdout, fw.elf))
+    return Measured(row, result, fw, fp)
+
+
+def run_model(model_ll: Path, workdir: Path, method: str = "plugin",
+              timeout: float = 120) -> tuple[Row, qemu.RunResult]:
+    """The `lto` variant's build of a captured model, run and measured: the same object and the
+    same accounting as that row of a comparison."""
+    from specializer.optimize import variants
+
+    model = runnable(model_ll)
+    workdir.mkdir(parents=True, exist_ok=True)
+    b = variants.build(model, "lto", workdir)
+    m = measure(list(b.objects), model.manifest, workdir, method=method, timeout=timeout)
+    return m.row, m.result
+
+
+def runnable(model_ll: Path):
+    """A captured model that can run: its model.ll parsed, its manifest present."""
+    from specializer import inputs
+
+    model_ll = Path(model_ll)
+    model = inputs.load(model_ll)  # first: a bad .ll is reported before a missing manifest
+    if model.manifest is None:
+        raise UserError(f"{model_ll.with_name('model.json')}: manifest not found (capture writes it next to "
+                        f"model.ll; without inputs 'specialize {model_ll}' reports sizes only; "
+                        "'specialize run FILE.ll --entry NAME' calls one function of any module)")
+    return model
