@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from specializer import plots  # noqa: E402
+from specializer.report import plots  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "plots_report.json"  # report.Comparison rows + profile.json rows
 VARIANTS = ["separate", "lto", "dims", "all-args"]
