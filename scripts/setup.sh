@@ -34,4 +34,4 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
 fi
 
 # QEMU TCG plugin (fetches qemu-plugin.h on first use) and the libjit bitcode.
-"$venv/bin/python" -c "from specializer import qemu, libjit; qemu.ensure_plugin(); libjit.build()"
+"$venv/bin/python" -c "from specializer.run import qemu; from specializer.library import libjit; qemu.ensure_plugin(); libjit.build()"
