@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -605,7 +606,17 @@ def _help(command) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        rc = _main(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()  # here, so a closed pipe shows up inside the try, not at exit
+        return rc
+    except BrokenPipeError:
+        # the reader went away (`specialize ... | head`): what it read is all it wanted; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a program killed by it
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
         print(USAGE, end="")
         return 0
