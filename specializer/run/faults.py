@@ -16,6 +16,8 @@ from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
 
+from specializer.run.symbols import functions
+
 _FAULT = re.compile(r"^fault" + r" 0x([0-9a-f]{8})" * 7 + r"\s*$", re.M)
 _LIMIT = re.compile(r"^limit 0x([0-9a-f]{8})\s*$", re.M)
 NO_PC = 0xFFFFFFFF
@@ -96,15 +98,10 @@ class Layout:
 
 def layout(elf: Path) -> Layout:
     with open(elf, "rb") as f:
-        symtab = ELFFile(f).get_section_by_name(".symtab")
-        funcs, syms = [], {}
-        for s in symtab.iter_symbols():
-            if s["st_info"]["type"] == "STT_FUNC" and s["st_size"]:
-                lo = s["st_value"] & ~1
-                funcs.append((lo, lo + s["st_size"], s.name))
-            syms[s.name] = s["st_value"]
+        syms = {s.name: s["st_value"] for s in ELFFile(f).get_section_by_name(".symtab").iter_symbols()}
+    funcs = tuple((lo, lo + size, name) for lo, size, name in functions(elf))  # as the profile names them
     guard = syms.get("__stack_guard", 0)
-    return Layout(tuple(sorted(funcs)), (guard, syms.get("__stack_limit", guard)),
+    return Layout(funcs, (guard, syms.get("__stack_limit", guard)),
                   (syms.get("__stack_limit", 0), syms.get("__stack_top", 0)), 0x20000000)
 
 

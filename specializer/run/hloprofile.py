@@ -25,7 +25,8 @@ from elftools.elf.elffile import ELFFile
 from specializer.run.cycles import insn_costs
 from specializer.run.debuginfo import Site
 from specializer.capture.hlo_sites import HloMap, HloOp
-from specializer.run.profile import UNKNOWN, _functions
+from specializer.run.profile import UNKNOWN
+from specializer.run.symbols import functions
 from specializer.run.qemu import Profile
 from specializer.report.tables import WIDTH, github_table
 
@@ -86,7 +87,7 @@ def attribute(elf: Path, profile: Profile, sites: list[Site], of_fn: dict[str, i
     """key -> [insns, cycles, mca cycles] plus call edges; a key is ("site", line) or ("fn", symbol)."""
     ranges = line_ranges(elf, file_name)
     starts = [r[0] for r in ranges]
-    funcs = _functions(elf)
+    funcs = functions(elf)
     fstarts = [f[0] for f in funcs]
     lines = {s.line for s in sites}
 

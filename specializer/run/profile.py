@@ -14,10 +14,9 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from elftools.elf.elffile import ELFFile
-
 from specializer.run.cycles import block_cycles
 from specializer.run.qemu import Profile
+from specializer.run.symbols import functions
 
 UNKNOWN = "(no symbol)"
 
@@ -31,23 +30,9 @@ class FunctionCost:
     calls: int  # executions of the function's first block (entries, incl. loop back-edges to it)
 
 
-def _functions(elf: Path) -> list[tuple[int, int, str]]:
-    """(start, size, name) of every function symbol, sorted by address."""
-    out = {}
-    with open(elf, "rb") as f:
-        symtab = ELFFile(f).get_section_by_name(".symtab")
-        for s in symtab.iter_symbols():
-            if s["st_info"]["type"] == "STT_FUNC" and s["st_size"] > 0:
-                start = s["st_value"] & ~1
-                # a global symbol wins over a local alias at the same address
-                if start not in out or s["st_info"]["bind"] == "STB_GLOBAL":
-                    out[start] = (start, s["st_size"], s.name)
-    return sorted(out.values())
-
-
 def function_profile(elf: Path, profile: Profile) -> list[FunctionCost]:
     """Functions that ran during the measured call, most cycles first (ties by name)."""
-    funcs = _functions(elf)
+    funcs = functions(elf)
     starts = [f[0] for f in funcs]
     acc: dict[str, list[int]] = {}
     for b in profile.blocks:
