@@ -266,6 +266,15 @@ def _growth(text: str) -> float | None:
     return value
 
 
+def _calls(text: str) -> frozenset:
+    from specializer.optimize import callsites
+
+    try:
+        return callsites.parse_set(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not call numbers joined by '+' (e.g. 3+7+11): '{text}'") from None
+
+
 def _threshold(text: str) -> tuple:
     from specializer.optimize.variants import unroll_setting
 
@@ -328,6 +337,10 @@ def _specialize(argv: list[str]) -> int:
                         f"(with -S/--emit: LLVM's); separate, lto and llvm-funcspec always use LLVM's")
     p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, metavar="N",
                    help=f"specialization rounds, constant propagation between them (default {DEFAULT_ROUNDS})")
+    p.add_argument("--shape-only", type=_calls, default=frozenset(), metavar="N+N...",
+                   help="all-args: specialize these of the model's calls (numbers as 'call N' in "
+                        "specialization.log) by dims' rule and leave them out of relayout; by default a "
+                        "comparison measures which calls dims runs faster and rebuilds all-args with those")
     p.add_argument("--pre-unroll", action="store_true",
                    help="unroll loops in the constant-propagation step too, before O2 (which always "
                         "unrolls): more unrolling, larger code")
@@ -356,7 +369,8 @@ def _specialize(argv: list[str]) -> int:
     from specializer.report.compare import compare
 
     options = variants.Options(max_growth=a.max_growth, unroll_threshold=threshold, rounds=a.rounds,
-                               pre_unroll=a.pre_unroll, flash_budget=a.flash_budget, unroll_candidates=candidates)
+                               pre_unroll=a.pre_unroll, flash_budget=a.flash_budget, unroll_candidates=candidates,
+                               shape_only=a.shape_only)
     if a.variants:
         which = tuple(v.strip() for v in a.variants.split(",") if v.strip())
         bad = [v for v in which if v not in VARIANTS]

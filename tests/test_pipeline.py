@@ -16,11 +16,12 @@ from specializer.optimize.pipeline import O2, Constprop, Link, Specialize
 SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
 OPTIONS = [variants.Options(),
            variants.Options(max_growth=None, flash_budget=None, unroll_threshold=1000, rounds=3, pre_unroll=True),
-           variants.Options(max_growth=0.5, flash_budget=65536, unroll_threshold=0, rounds=1)]
+           variants.Options(max_growth=0.5, flash_budget=65536, unroll_threshold=0, rounds=1),
+           variants.Options(shape_only=frozenset({11, 3, 7}))]
 
 
 @pytest.mark.parametrize("variant", variants.VARIANTS)
-@pytest.mark.parametrize("options", OPTIONS, ids=["default", "no-budgets", "tight"])
+@pytest.mark.parametrize("options", OPTIONS, ids=["default", "no-budgets", "tight", "shape-only"])
 def test_variant_pipelines_round_trip(variant, options):
     steps = variants.pipeline_for(variant, options)
     text = pipeline.to_text(steps)
@@ -33,14 +34,23 @@ def test_options_left_out_take_their_defaults():
     assert pipeline.parse("constprop{unroll=true,unroll-threshold=llvm}") == (Constprop(unroll=True),)
     assert pipeline.parse("specialize{max-growth=2}")[0].max_growth == 2.0
     assert pipeline.to_text((Specialize(max_growth=None, unroll_threshold=500),)) == (
-        "specialize{mode=dims,rounds=8,max-growth=none,flash-budget=4128768,unroll-threshold=500,pre-unroll=false}")
+        "specialize{mode=dims,rounds=8,max-growth=none,flash-budget=4128768,unroll-threshold=500,pre-unroll=false,"
+        "shape-only=none}")
+    assert pipeline.parse("specialize{shape-only=7+3}")[0].shape_only == frozenset({3, 7})
+    assert "relayout{shape-only=3+7+11}" in pipeline.to_text(
+        variants.pipeline_for("all-args", variants.Options(shape_only=frozenset({11, 3, 7}))))
+    assert "shape-only=none" in pipeline.to_text(  # dims has no shape-only calls: it is all shapes
+        variants.pipeline_for("dims", variants.Options(shape_only=frozenset({3}))))
 
 
 @pytest.mark.parametrize("text, message", [
     ("O2,nosuch", "unknown pass 'nosuch' (have: relayout, link, specialize, bufalias, constprop, O2, "
                   "llvm-funcspec, zeroweights, cleanup;"),
     ("specialize{bogus=1}", "pass 'specialize' has no option 'bogus' (its options: mode, rounds, max-growth, "
-                            "flash-budget, unroll-threshold, pre-unroll)"),
+                            "flash-budget, unroll-threshold, pre-unroll, shape-only)"),
+    ("specialize{shape-only=3,7}", "pass 'specialize' has no option '7'"),
+    ("specialize{shape-only=0}", "shape-only takes call numbers joined by + (3+7+11), or none"),
+    ("relayout{shape-only=3+x},link", "shape-only takes call numbers joined by + (3+7+11), or none"),
     ("bufalias{x=1}", "pass 'bufalias' has no option 'x' (its options: none)"),
     ("specialize{rounds=0}", "specialize{rounds=0}: rounds takes an integer >= 1"),
     ("specialize{mode=weights}", "mode takes dims or all-args"),

@@ -3,7 +3,7 @@ parameters to shim_convolve_s8_const (and only those, only on the shim)."""
 
 from pathlib import Path
 
-from specializer.optimize import relayout
+from specializer.optimize import callsites, relayout
 
 MODULE = """@q = constant { ptr, ptr } { ptr @m, ptr @s }
 @m = constant [2 x i32] [i32 1073741824, i32 1518500250]
@@ -32,6 +32,14 @@ def test_constant_conv_calls_the_unrolled_kernel_and_is_logged():
     assert "not a constant global" in notes[1].log_line()
 
 
+def test_a_call_chosen_shape_only_is_left_alone():
+    numbered = callsites.number(MODULE)
+    text, notes = relayout.const_convs(numbered, shim=True, skip=frozenset({1}))
+    assert text == numbered and [n.kernel for n in notes] == [""]  # call 2's bias is mutable anyway
+    text, notes = relayout.relayout(numbered, True, frozenset({2}))
+    assert "@shim_convolve_s8_const(ptr @c" in text.splitlines()[7]
+
+
 def test_real_cmsis_nn_checkout_keeps_arm_convolve_s8():
     text, notes = relayout.const_convs(MODULE, shim=False)
     assert text == MODULE
@@ -41,7 +49,7 @@ def test_real_cmsis_nn_checkout_keeps_arm_convolve_s8():
 def test_only_all_args_relays_out(monkeypatch):
     # dims must never get the rule: optimized() calls relayout for all-args alone
     seen = []
-    monkeypatch.setattr(relayout, "relayout", lambda text, shim=True: (seen.append(text), (text, ()))[1])
+    monkeypatch.setattr(relayout, "relayout", lambda text, shim=True, skip=frozenset(): (seen.append(text), (text, ()))[1])
     from specializer.optimize import variants
 
     class Stop(Exception):
@@ -62,4 +70,4 @@ def test_only_all_args_relays_out(monkeypatch):
         variants.optimized(model, "all-args")
     except Stop:
         pass
-    assert seen == [MODULE]
+    assert seen == [callsites.number(MODULE)]  # relayout sees the model's calls numbered

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from specializer.optimize import codegen, passes, variants, zeroweights
+from specializer.optimize import callsites, codegen, passes, variants, zeroweights
 from specializer.errors import UserError
 from specializer.optimize.specialize import CodeSizes, specialize
 
@@ -46,13 +46,14 @@ def case_options(case: Path) -> argparse.Namespace:
     p.add_argument("--constprop-unroll", action="store_true")
     p.add_argument("--zero-weights", action="store_true")
     p.add_argument("--flash-budget", type=int, default=variants.DEFAULT_FLASH_BUDGET)
+    p.add_argument("--shape-only", type=callsites.parse_set, default=frozenset())
     return p.parse_args(shlex.split(line.split(":", 1)[1]))
 
 
 def run_case(case: Path) -> tuple[str, str]:
     o = case_options(case)
     opts = variants.Options(max_growth=o.max_growth, unroll_threshold=o.unroll_threshold, rounds=o.rounds,
-                            flash_budget=o.flash_budget)
+                            flash_budget=o.flash_budget, shape_only=o.shape_only)
     spec = variants.specialize_rounds(case.read_text(), o.mode, opts, where=case.name)
     text = spec.text
     if o.constprop or o.constprop_unroll:
@@ -255,7 +256,7 @@ def test_emit_writes_the_specialized_module(tmp_path):
     assert r.returncode == 0, r.stderr
     spec = spec_ll.read_text()
     assert "i32 @outer.spec.446f5657()" in spec and "i32 @inner.spec.3577a77d()" in spec  # rounds 1 and 2
-    assert "#1 @run -> @outer: kept @outer.spec.446f5657" in log.read_text()
+    assert "#1 @run -> @outer (call 2): kept @outer.spec.446f5657" in log.read_text()  # call 1: in @outer
     r = run_cli("--all-args", ll, "-S", "-o", opt_ll)
     assert r.returncode == 0, r.stderr
     opt = opt_ll.read_text()

@@ -30,7 +30,7 @@ from typing import ClassVar
 
 import llvmlite.binding as llvm
 
-from specializer.optimize import bufalias, ir, passes, relayout, variants, zeroweights
+from specializer.optimize import bufalias, callsites, ir, passes, relayout, variants, zeroweights
 
 from specializer.library import cmsis
 from specializer.errors import UserError
@@ -39,7 +39,8 @@ MODEL, LINK, MODULE = "model", "link", "module"
 
 
 def option(default, help: str, kind: str, none: str | None = None, choices: tuple = (), minimum=None):
-    """A pass option: `kind` is int, float, bool or choice; `none` how None is written."""
+    """A pass option: `kind` is int, float, bool, choice or calls (a set of the model's call numbers,
+    `3+7+11`; callsites.py); `none` how None (for calls: the empty set) is written."""
     return field(default=default, metadata=dict(help=help, kind=kind, none=none, choices=choices, minimum=minimum))
 
 
@@ -106,6 +107,12 @@ class Pass:
 
 
 _THRESHOLD_HELP = "LLVM's loop-unroll threshold (llvm: LLVM's own, 150 at O2)"
+_SHAPE_ONLY_HELP = ("the model's calls (numbers as `call N` in the specialization log, joined by +) that all-args "
+                    "{what}: where measurement found the shape-only clone faster")
+
+
+def _calls_option(what: str):
+    return option(frozenset(), _SHAPE_ONLY_HELP.format(what=what), "calls", none="none")
 
 
 @dataclass(frozen=True)
@@ -114,10 +121,13 @@ class Relayout(Pass):
     stage = MODEL
     summary = ("constant weights re-laid out for the kernel that reads them: a pruned dense layer's weight "
                "as compressed sparse columns for libjit_vecmat_csc_f32; an int8 conv with constant "
-               "per-channel parameters on the shim's unrolled conv (relayout.py)")
+               "per-channel parameters on the shim's unrolled conv (relayout.py); numbers the model's calls "
+               "first (callsites.py)")
+    shape_only: frozenset = _calls_option("leaves alone")
 
     def run(self, state: State) -> None:
-        text, notes = relayout.relayout(state.as_text(), cmsis.cmsis_nn().kind == "shim")
+        text = callsites.number(state.as_text())
+        text, notes = relayout.relayout(text, cmsis.cmsis_nn().kind == "shim", self.shape_only)
         state.set_text(text)
         state.relaid += tuple(notes)
 
@@ -126,11 +136,11 @@ class Relayout(Pass):
 class Link(Pass):
     name = "link"
     stage = LINK
-    summary = ("link the model with the libjit bitcode, internalize all but the entry and the I/O buffers, "
-               "drop dead code: the module after it is a build's linked.ll")
+    summary = ("number the model's calls (callsites.py), link the model with the libjit bitcode, internalize "
+               "all but the entry and the I/O buffers, drop dead code: the module after it is a build's linked.ll")
 
     def run(self, state: State) -> None:
-        text = state.as_text()
+        text = callsites.number(state.as_text())
         if re.search(r"^define [^@\n]*@libjit_", text, re.M):  # else: a cryptic duplicate-symbol error
             raise UserError(f"{state.where}: already linked (it defines libjit's kernels): run only the steps "
                             "after 'link' on it")
@@ -155,10 +165,12 @@ class Specialize(Pass):
     unroll_threshold: int | None = option(None, _THRESHOLD_HELP + " in the sizing build and between rounds",
                                           "int", none="llvm", minimum=0)
     pre_unroll: bool = option(False, "unroll loops in constprop between rounds too", "bool")
+    shape_only: frozenset = _calls_option("specializes by dims' rule (with the calls inside their clones)")
 
     def run(self, state: State) -> None:
         options = variants.Options(max_growth=self.max_growth, unroll_threshold=self.unroll_threshold,
-                                   rounds=self.rounds, pre_unroll=self.pre_unroll, flash_budget=self.flash_budget)
+                                   rounds=self.rounds, pre_unroll=self.pre_unroll, flash_budget=self.flash_budget,
+                                   shape_only=self.shape_only)
         spec = variants.specialize_rounds(state.as_text(), self.mode, options, state.shapes,
                                           f"{state.name} ({self.mode})")
         state.spec = spec
@@ -247,13 +259,15 @@ def _format(f, value) -> str:
         return m["none"]
     if m["kind"] == "bool":
         return "true" if value else "false"
+    if m["kind"] == "calls":
+        return callsites.format_set(value) if value else m["none"]
     return repr(float(value)) if m["kind"] == "float" else str(value)
 
 
 def _value(p: type[Pass], f, text: str):
     m = f.metadata
     where = f"{p.name}{{{_key(f)}={text}}}"
-    if m["none"] is not None and text == m["none"]:
+    if m["none"] is not None and text == m["none"] and m["kind"] != "calls":
         return None
     try:
         if m["kind"] == "bool":
@@ -264,6 +278,8 @@ def _value(p: type[Pass], f, text: str):
             if text not in m["choices"]:
                 raise ValueError
             return text
+        if m["kind"] == "calls":
+            return frozenset() if text == m["none"] else callsites.parse_set(text)
         value = int(text) if m["kind"] == "int" else float(text)
     except ValueError:
         raise UserError(f"pass pipeline: {where}: {_key(f)} takes {_spelling(f)}") from None
@@ -276,6 +292,7 @@ def _value(p: type[Pass], f, text: str):
 def _spelling(f) -> str:
     m = f.metadata
     what = {"bool": "true or false", "choice": " or ".join(m["choices"]),
+            "calls": "call numbers joined by + (3+7+11)",
             "float": "a positive number"}.get(m["kind"])
     if what is None:
         what = "an integer" + (f" >= {m['minimum']}" if m["minimum"] is not None else "")

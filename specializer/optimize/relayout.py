@@ -20,7 +20,9 @@ library (dims never knows weight values; Glow's default never looks at them). On
   fully unrolled, so each channel's multiplier, shift and bias become immediates in the clone.
   A real CMSIS-NN checkout has no such function: the call is left alone there.
 
-Each decision, applied or not, is returned for the specialization log.
+Each decision, applied or not, is returned for the specialization log. Calls named in `skip` (the
+model's call numbers, callsites.py: those the comparison measured faster as shape-only clones)
+are left alone and not logged.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specializer.library.cmsis_api import FUNCTIONS
+from specializer.optimize import callsites
 from specializer.optimize.specialize import _unquote, direct_calls, quote
 
 MAX_DENSITY = 0.4
@@ -126,14 +129,21 @@ def _constant_global(defs: dict, lines: list[str], arg: str) -> bool:
     return bool(m) and _unquote(m.group(1)) in defs and " constant " in lines[defs[_unquote(m.group(1))]]
 
 
-def const_convs(text: str, shim: bool) -> tuple[str, tuple[ConstConv, ...]]:
+def _skipped(text: str, skip: frozenset):
+    """line -> whether the call on it is one of `skip`."""
+    numbers = callsites.Numbers(text) if skip else None
+    return lambda line: numbers is not None and numbers.of(line) in skip
+
+
+def const_convs(text: str, shim: bool, skip: frozenset = frozenset()) -> tuple[str, tuple[ConstConv, ...]]:
     """The int8 conv rule (module docstring): `shim` says whether libjit is built on the shim."""
     lines = text.split("\n")
     defs = _defs(lines)
     notes = []
+    skipped = _skipped(text, skip)
     for call in list(direct_calls(lines, (CONV_S8,))):
         args = call.args
-        if len(args) != CONV_S8_ARGS:
+        if len(args) != CONV_S8_ARGS or skipped(lines[call.line]):
             continue
         scope = _GLOBAL.match(args[2])
         name = _unquote(scope.group(1)) if scope else args[2]
@@ -161,22 +171,24 @@ def _defs(lines: list[str]) -> dict[str, int]:
     return defs
 
 
-def relayout(text: str, shim: bool = True) -> tuple[str, tuple]:
-    """Apply the rules to every call of the model module `text` (see the module docstring)."""
-    text, convs = const_convs(text, shim)
-    text, notes = _dense(text)
+def relayout(text: str, shim: bool = True, skip: frozenset = frozenset()) -> tuple[str, tuple]:
+    """Apply the rules to every call of the model module `text` but those in `skip` (see the
+    module docstring)."""
+    text, convs = const_convs(text, shim, skip)
+    text, notes = _dense(text, skip)
     return text, notes + convs
 
 
-def _dense(text: str) -> tuple[str, tuple[Relayout, ...]]:
+def _dense(text: str, skip: frozenset = frozenset()) -> tuple[str, tuple[Relayout, ...]]:
     lines = text.split("\n")
     defs = _defs(lines)
     done: dict[str, Relayout] = {}
     notes, new_globals = [], []
+    skipped = _skipped(text, skip)
     for call in list(direct_calls(lines, ("libjit_matmul_f32",))):
         args, ints = call.args, call.ints(3, 6)
         w = _GLOBAL.match(args[2]) if len(args) == 9 else None
-        if w is None or ints is None:
+        if w is None or ints is None or skipped(lines[call.line]):
             continue
         batch, rows, k, n, lt, rt = ints
         if batch != 1 or rows != 1 or lt != 0:

@@ -43,7 +43,7 @@ from typing import Callable
 
 import llvmlite.binding as llvm
 
-from specializer.optimize import constdata, ir
+from specializer.optimize import callsites, constdata, ir
 from specializer.errors import UserError
 
 MODES = ("dims", "all-args")
@@ -138,6 +138,8 @@ class Site:
     reason: str = ""
     clone_bytes: int | None = None  # code the clone adds: itself and what only it calls
     callee_bytes: int | None = None  # the unspecialized callee with every function it calls
+    call: int | None = None  # the model's call number (callsites.py), when the call carries one
+    shape_only: bool = False  # all-args specialized it by dims' rule (a call chosen shape-only, or inside one)
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,9 @@ class Specialized:
             if s.round != last_round:
                 out.append(f"; round {s.round}")
                 last_round = s.round
-            head = f"#{s.number} {quote(s.caller)} -> {quote(s.callee)}: {s.status}"
+            tags = ([f"call {s.call}"] if s.call is not None else []) + (["shape-only"] if s.shape_only else [])
+            head = f"#{s.number} {quote(s.caller)} -> {quote(s.callee)}"
+            head += f" ({', '.join(tags)}): {s.status}" if tags else f": {s.status}"
             if s.clone:
                 head += f" {quote(s.clone)}"
             if s.reason:
@@ -277,6 +281,8 @@ class _Call:
     callee_start: int  # column of the callee token on the line
     args_end: int  # column just past the closing parenthesis
     problem: str = ""  # why this call cannot be specialized
+    number: int | None = None  # the model's call number (callsites.py)
+    shape_only: bool = False  # specialized by dims' rule in all-args (see _Planner.call)
 
 
 def _split_args(line: str, open_paren: int) -> tuple[list[str], int]:
@@ -368,6 +374,7 @@ class _Module:
         self.td = llvm.create_target_data(self.mod.data_layout)
         self.groups = {int(m.group(1)): m.group(2) for m in _ATTR_GROUP.finditer(self.text)}
         self.functions = {f.name: f for f in self.mod.functions}
+        self.numbers = callsites.Numbers(self.text)
         self.type_defs = "\n".join(ln for ln in self.lines if re.match(r"^%\S+ = type ", ln))
         self._sizes: dict[str, int] = {}
         self.globals = {g.name: g for g in self.mod.global_variables}  # all linkages
@@ -451,8 +458,10 @@ _GEP_CONST = re.compile(r"getelementptr (?:(?:inbounds|nuw|nusw) )*\(i8, ptr (@\
 
 
 class _Planner:
-    def __init__(self, m: _Module, mode: str, shapes: dict):
+    def __init__(self, m: _Module, mode: str, shapes: dict, shape_only: frozenset = frozenset(),
+                 dims_callers: frozenset = frozenset()):
         self.m, self.mode, self.shapes = m, mode, shapes
+        self.shape_only, self.dims_callers = shape_only, dims_callers
         self.uses: dict[str, constdata.FunctionUses] = {}
 
     def is_dims_data(self, op: llvm.ValueRef) -> bool:
@@ -464,7 +473,7 @@ class _Planner:
                 and not _NOT_DIMS_DATA.search(str(self.m.globals[op.name].global_value_type)))
 
     def stack_object(self, caller: llvm.ValueRef, alloca: llvm.ValueRef, inst: llvm.ValueRef, index: int,
-                     callee: str) -> ConstArg | None:
+                     callee: str, mode: str) -> ConstArg | None:
         """The argument as a pointer to constant data, when it points to a stack object whose
         contents are constant at the call and the callee only reads it (constdata.py)."""
         if not self.m.param_is_read_only(callee, index):
@@ -472,7 +481,7 @@ class _Planner:
         if caller.name not in self.uses:
             self.uses[caller.name] = constdata.FunctionUses(caller)
         obj = constdata.stack_object(self.uses[caller.name], alloca, inst, self.m.sizeof, self.m.td, quote)
-        if isinstance(obj, str) or (obj.pointers and self.mode != "all-args"):
+        if isinstance(obj, str) or (obj.pointers and mode != "all-args"):
             return None
         name = str(alloca).split("=")[0].strip()
         shown = _GEP_CONST.sub(lambda g: f"{g.group(1)}+{g.group(2)}", obj.value)
@@ -513,11 +522,11 @@ class _Planner:
                 return f"{value}  ; {self.global_summary(bases[0])}"
         return value
 
-    def is_constant(self, op: llvm.ValueRef, ty: str) -> bool:
+    def is_constant(self, op: llvm.ValueRef, ty: str, mode: str) -> bool:
         kind = op.value_kind
         if kind in _SCALAR_KINDS and _SCALAR_TYPE.match(ty):
             return True
-        if self.mode == "dims":
+        if mode == "dims":
             return self.is_dims_data(op)
         return kind in _ADDRESS_KINDS or kind in _SCALAR_KINDS
 
@@ -548,15 +557,19 @@ class _Planner:
         if callee is None or callee.is_declaration:
             return None  # intrinsics, external functions
         line = self.m.lines[ln]
+        number = self.m.numbers.of(line)
+        # a call chosen shape-only by measurement, and every call inside its clones, takes dims' rule
+        shape_only = self.mode == "all-args" and (number in self.shape_only or caller in self.dims_callers)
+        mode = "dims" if shape_only else self.mode
         ops = ops[:-1]
         types = [str(o.type) for o in ops]
         const = []
         for i, (o, ty) in enumerate(zip(ops, types)):
-            if self.is_constant(o, ty):
+            if self.is_constant(o, ty, mode):
                 value = constdata.typed(o, quote)
                 const.append(ConstArg(i, value, self.summary(o, value)))
             elif o.value_kind == llvm.ValueKind.instruction and ty == "ptr" and _ALLOCA.match(str(o)):
-                obj = self.stack_object(fn, o, inst, i, callee.name)
+                obj = self.stack_object(fn, o, inst, i, callee.name, mode)
                 if obj is not None:
                     const.append(obj)
         if not const:
@@ -573,7 +586,8 @@ class _Planner:
                 problem = "call has operand bundles or a mismatched signature"
         if not problem:
             problem = self.callee_problem(callee, line, end)
-        return _Call(ln, caller, callee.name, args, const, types, str(inst.type), at, end, problem)
+        return _Call(ln, caller, callee.name, args, const, types, str(inst.type), at, end, problem,
+                     number, shape_only)
 
     def callee_problem(self, callee: llvm.ValueRef, line: str, end: int) -> str:
         if re.search(r"\bmusttail\b", line):
@@ -689,7 +703,8 @@ def _flash_refusals(sizes: CodeSizes, candidates: list, measured: dict, refused:
 def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None,
                flash_budget: int | None = None, sizer: SIZER | None = None, shapes: dict | None = None,
                where: str = "module.ll", round: int = 1, first_number: int = 1,
-               skip: frozenset = frozenset(), reserved: frozenset = frozenset(), earlier: tuple = ()) -> Specialized:
+               skip: frozenset = frozenset(), reserved: frozenset = frozenset(), earlier: tuple = (),
+               shape_only: frozenset = frozenset(), dims_callers: frozenset = frozenset()) -> Specialized:
     """Specialize every call site of `text` with constant arguments (see the module docstring).
 
     sizer: module text -> {function: code bytes}, required with max_growth or flash_budget.
@@ -699,13 +714,15 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
     round, first_number, skip, reserved: for later rounds (see `merge`); `skip` holds the call
     sites refused before (Specialized.refused_keys), left alone and not logged again; `reserved`
     the names of earlier rounds' clones, never reused even when a clone has been inlined away;
-    `earlier` their call sites, so a clone's clone is named by everything it fixes (`lineage`)."""
+    `earlier` their call sites, so a clone's clone is named by everything it fixes (`lineage`).
+    shape_only (all-args): the model's call numbers (callsites.py) to specialize by dims' rule, as
+    are the calls inside `dims_callers` (the clones made for such calls in earlier rounds)."""
     if mode not in MODES:
         raise UserError(f"unknown specialization mode '{mode}' (use {' or '.join(MODES)})")
     if max_growth is not None and max_growth <= 0:
         raise UserError(f"--max-growth must be positive, not {max_growth:g}")
     m = _Module(text, where)
-    planner = _Planner(m, mode, shapes or {})
+    planner = _Planner(m, mode, shapes or {}, shape_only, dims_callers)
     calls = [c for c in planner.calls() if _site_key(c.caller, c.callee, c.const) not in skip]
 
     clones: dict[tuple, _Clone] = {}
@@ -754,7 +771,7 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
     for n, call in enumerate(calls, first_number):
         c = by_line.get(call.line)
         common = dict(number=n, round=round, caller=call.caller, callee=call.callee, nargs=len(call.types),
-                      const=tuple(call.const))
+                      const=tuple(call.const), call=call.number, shape_only=call.shape_only)
         if c is None:
             sites.append(Site(**common, status="refused", clone=None, reason=call.problem))
             continue

@@ -101,6 +101,9 @@ class Options:
     rounds: int = DEFAULT_ROUNDS  # specialization rounds, constprop between them; stops early at no new clone
     pre_unroll: bool = False  # unroll loops in the constprop step too, not only in O2 (passes.constprop)
     flash_budget: int | None = DEFAULT_FLASH_BUDGET  # code + data bytes the specialized build may take
+    # all-args: the model's calls (callsites.py numbers) specialized by dims' rule and left out of
+    # relayout, where measurement found the shape-only clone faster (compare.py chooses them)
+    shape_only: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -271,6 +274,7 @@ def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | Non
     threshold = options.unroll_threshold
     rounds: list[Specialized] = []
     skip: frozenset = frozenset()
+    dims_callers: frozenset = frozenset()
     for r in range(1, max(1, options.rounds) + 1):
         if rounds:
             mod = ir.parse(text, where)
@@ -281,7 +285,9 @@ def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | Non
                           sizer=lambda t: code_sizes(t, threshold, options.pre_unroll), shapes=shapes, where=where,
                           round=r, first_number=number, skip=skip,
                           reserved=frozenset(c for x in rounds for c in x.clones),
-                          earlier=tuple(s for x in rounds for s in x.sites))
+                          earlier=tuple(s for x in rounds for s in x.sites),
+                          shape_only=options.shape_only, dims_callers=dims_callers)
+        dims_callers = dims_callers | frozenset(s.clone for s in spec.sites if s.shape_only and s.clone)
         rounds.append(spec)
         text = spec.text
         skip = skip | spec.refused_keys()
@@ -328,13 +334,15 @@ def pipeline_for(variant: str, options: Options = Options()) -> tuple:
         return (p.Link(), p.O2())
     if variant == "llvm-funcspec":
         return (p.Link(), p.LlvmFuncspec())
+    only = options.shape_only if variant == "all-args" else frozenset()
     spec = p.Specialize(mode=variant, rounds=max(1, options.rounds), max_growth=options.max_growth,
-                        flash_budget=options.flash_budget, unroll_threshold=t, pre_unroll=options.pre_unroll)
+                        flash_budget=options.flash_budget, unroll_threshold=t, pre_unroll=options.pre_unroll,
+                        shape_only=only)
     tail = (p.Constprop(unroll_threshold=t, unroll=options.pre_unroll), p.O2(unroll_threshold=t))
     if variant == "dims":
         return (p.Link(), spec) + tail
     # zero weights are visible once O2 has unrolled and folded the loads
-    return (p.Relayout(), p.Link(), spec, p.Bufalias()) + tail + (p.Zeroweights(),)
+    return (p.Relayout(shape_only=only), p.Link(), spec, p.Bufalias()) + tail + (p.Zeroweights(),)
 
 
 def optimized(model: Model, variant: str, options: Options = Options(), annotate=None) -> Optimized:

@@ -41,6 +41,7 @@ class VariantRow:
     lib_ram: int = 0  # ... and their .data + .bss
     stack: int | None = None  # peak stack of the measured call; None when not run
     unroll_threshold: int | None = None  # specializing variants: the unroll threshold built with (None: LLVM's)
+    shape_only: tuple = ()  # all-args: the model's calls specialized shape-only, by measurement (callchoice.py)
 
     def error_check(self) -> dict:
         """What reports keep of the errors: within the tolerance or not, and the tolerance. The digits
@@ -201,6 +202,9 @@ def table(c: Comparison, title: bool = True) -> str:
                                                                         else "LLVM's"))
     if unroll:
         notes.append(f"unroll threshold: {unroll}")
+    only = _by_variant(c, lambda r: ", ".join(map(str, r.shape_only)) or None)
+    if only:
+        notes.append(f"calls specialized shape-only (measured faster as dims clones): {only}")
     if c.macs and any(c.per_mac(r) for r in c.rows):
         notes.append(f"{c.macs:,} MACs in dot/conv kernels; est. cycles/MAC: "
                      + ", ".join(f"{r.variant} {c.per_mac(r):.2f}" for r in c.rows if c.per_mac(r)))

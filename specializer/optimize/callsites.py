@@ -1,0 +1,101 @@
+"""Call numbers: every call the model makes gets a number that survives the pipeline.
+
+Before anything rewrites it, each `call` of a function (not an intrinsic) in the model's own
+functions is tagged `!specializer.call !{i32 N}`, N counting from 1 in module order. The tag rides
+along on the call instruction through relayout, linking, specialization (which rewrites the callee
+but keeps the call's metadata), IPSCCP and O2, until the call is inlined away. So a build's
+optimized.ll says which function each of the model's calls ended up calling, in every variant, and
+an option can name a call (`specialize{shape-only=3+7}`) the same way in every build.
+
+Numbering is idempotent: a module already tagged (the all-args build numbers the model in
+`relayout`, before `link` would) is returned unchanged, so both see the same numbers.
+"""
+
+from __future__ import annotations
+
+import re
+
+KIND = "specializer.call"
+_TAG = re.compile(r", !specializer\.call !(\d+)")
+_META_ID = re.compile(r"^!(\d+) = ", re.M)
+_NODE = re.compile(r"^!(\d+) = !\{i32 (\d+)\}$", re.M)
+# a call instruction line of a function body whose callee is named (`call ... @f(`), not llvm.*
+_CALL = re.compile(r'^  (?:%\S+ = )?(?:(?:tail|musttail|notail) )?call [^@]*@(?!llvm\.)("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)\(')
+
+
+def number(text: str) -> str:
+    """`text` with each call of a function in its defined functions tagged with its number."""
+    if _TAG.search(text):
+        return text
+    lines = text.split("\n")
+    next_id = max((int(m.group(1)) for m in _META_ID.finditer(text)), default=-1) + 1
+    nodes, inside = [], False
+    for i, line in enumerate(lines):
+        if line.startswith("define "):
+            inside = True
+        elif line == "}":
+            inside = False
+        elif inside and _CALL.match(line):
+            nodes.append(f"!{next_id + len(nodes)} = !{{i32 {len(nodes) + 1}}}")
+            lines[i] = line + f", !{KIND} !{next_id + len(nodes) - 1}"
+    if not nodes:
+        return text
+    return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(nodes) + "\n"
+
+
+class Numbers:
+    """Reads the call number of a call line of one module's text."""
+
+    def __init__(self, text: str):
+        self.of_node = {int(m.group(1)): int(m.group(2)) for m in _NODE.finditer(text)}
+
+    def of(self, line: str) -> int | None:
+        m = _TAG.search(line)
+        return self.of_node.get(int(m.group(1))) if m else None
+
+
+def calls(text: str) -> list[tuple[str, str, int | None]]:
+    """(caller, callee, call number or None) of every direct call of a function (not an
+    intrinsic) in `text`'s defined functions, in module order."""
+    numbers = Numbers(text)
+    out, caller = [], None
+    for line in text.split("\n"):
+        if line.startswith("define "):
+            caller = _name(line[line.index("@") + 1:])
+        elif line == "}":
+            caller = None
+        elif caller is not None:
+            m = _CALL.match(line)
+            if m:
+                out.append((caller, _unquote(m.group(1)), numbers.of(line)))
+    return out
+
+
+def defined(text: str) -> list[str]:
+    """The functions `text` defines, in module order."""
+    return [_name(line[line.index("@") + 1:]) for line in text.split("\n") if line.startswith("define ")]
+
+
+def _name(rest: str) -> str:
+    if rest.startswith('"'):
+        end = rest.index('"', 1)
+        return _unquote(rest[:end + 1])
+    return rest[:rest.index("(")]
+
+
+def _unquote(ref: str) -> str:
+    if ref.startswith('"'):
+        return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), ref[1:-1])
+    return ref
+
+
+def parse_set(text: str) -> frozenset:
+    """`3+7+11` -> {3, 7, 11} (how an option names calls); ValueError when it is not that."""
+    parts = text.split("+")
+    if not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(text)
+    return frozenset(int(p) for p in parts)
+
+
+def format_set(calls) -> str:
+    return "+".join(str(n) for n in sorted(calls))
