@@ -191,6 +191,12 @@ def _bundle(argv: list[str]) -> int:
                    help=f"specializing variants: clone budget per callee (default {DEFAULT_MAX_GROWTH:g})")
     p.add_argument("--flash-budget", type=_bytes, default=DEFAULT_FLASH_BUDGET, metavar="BYTES",
                    help=f"specializing variants: code + data budget (default {DEFAULT_FLASH_BUDGET})")
+    p.add_argument("--unroll-threshold", type=_threshold, default="llvm", metavar="N",
+                   help="specializing variants: LLVM loop-unroll threshold, N or 'llvm' (default: LLVM's own); "
+                        "a comparison's table says which it measured faster")
+    p.add_argument("--shape-only", type=_calls, default=frozenset(), metavar="N+N...",
+                   help="all-args: these calls specialized by dims' rule (a comparison's table lists the "
+                        "calls it measured faster that way)")
     p.add_argument("--no-run", action="store_true",
                    help="do not run the bundle on QEMU (no stack measurement, no check against JAX)")
     p.add_argument("--timeout", type=float, default=120, help="seconds before the QEMU run counts as a hang")
@@ -205,7 +211,12 @@ def _bundle(argv: list[str]) -> int:
     model = inputs.load(path)
     progress = None if a.quiet else (lambda text: print(f"specialize: {model.name}: {text}", file=sys.stderr,
                                                          flush=True))
-    b = bundle(model, Path(a.output), a.variant, Options(max_growth=a.max_growth, flash_budget=a.flash_budget),
+    threshold, candidates = a.unroll_threshold
+    if candidates:
+        raise UserError("bundle builds without measuring first: give --unroll-threshold N or llvm, not auto")
+    options = Options(max_growth=a.max_growth, flash_budget=a.flash_budget, unroll_threshold=threshold,
+                      shape_only=a.shape_only)
+    b = bundle(model, Path(a.output), a.variant, options,
                run=not a.no_run, timeout=a.timeout, progress=progress)
     fp = b.footprint
     ram = f"RAM {fp.static_ram + b.row.stack} B (stack {b.row.stack} B)" if b.row else \

@@ -71,3 +71,35 @@ def test_only_all_args_relays_out(monkeypatch):
     except Stop:
         pass
     assert seen == [callsites.number(MODULE)]  # relayout sees the model's calls numbered
+
+
+def test_shape_only_call_is_measured_and_bit_exact(tmp_path, monkeypatch):
+    """A comparison rebuilds all-args with the calls callchoice picks (here forced: call 1, the
+    conv) shape-only, runs both builds, keeps the faster, and the rebuild is bit-exact too."""
+    from specializer import inputs
+    from specializer.capture.capture import capture
+    from specializer.optimize import variants
+    from specializer.report import callchoice
+    from specializer.report.compare import compare
+
+    model_py = Path(__file__).parent / "data" / "int8_blocks" / "blocks_model.py"
+    c = capture(model_py, "conv", tmp_path / "cap")
+    model = inputs.load(c.model_ll)
+    picked = []
+    monkeypatch.setattr(callchoice, "choose", lambda dims, all_args: picked.append(set(all_args)) or frozenset({1}))
+    comp = compare(model, tmp_path / "cmp", variants.Options(unroll_candidates=()), which=("dims", "all-args"))
+    assert picked == [{1}]  # the conv call was costed in both builds
+    row = comp.row("all-args")
+    assert row.status == "pass" and row.max_abs_err == 0
+    assert row.shape_only in ((), (1,)) and not (tmp_path / "cmp" / ".unroll").exists()
+    kept = (tmp_path / "cmp" / "all-args" / "pipeline.txt").read_text()
+    assert ("shape-only=1" in kept) == (row.shape_only == (1,))
+
+    # the shape-only build itself: the conv stays on arm_convolve_s8, specialized by dims' rule
+    only = compare(model, tmp_path / "only", variants.Options(unroll_candidates=(), shape_only=frozenset({1})),
+                   which=("all-args",))
+    r = only.row("all-args")
+    assert r.status == "pass" and r.max_abs_err == 0 and r.shape_only == (1,)
+    log = (tmp_path / "only" / "all-args" / "specialization.log").read_text()
+    assert "-> @arm_convolve_s8 (call 1, shape-only): kept" in log
+    assert "shim_convolve_s8_const" not in log
