@@ -19,11 +19,21 @@
 
 #define U16_MAX 65535
 
+/* No machine scheduler for this file's functions (pre- or post-register-allocation): their code
+ * keeps the order written here. LLVM's Cortex-M4 scheduler puts each load next to its use,
+ * between the multiply-adds, so loads never follow loads and lose the TRM's pipelining (a load
+ * right after a load costs 1 cycle instead of 2); vecmat and gemm_blocked load first. Per file,
+ * not per build (codegen.py): CMSIS-NN's int8 kernels are faster scheduled (kws_int8 all-args
+ * +23% est. cycles without). Functions of other files are not inlined into these (their target
+ * features differ) and these not into them. */
+#pragma clang attribute push(__attribute__((target("no-use-misched,disable-postra-scheduler"))), \
+                             apply_to = function)
+
 /* out[j] = sum_p x[p*xs] * r[p*ldr + j] for j < n: a row vector times a row-major matrix.
  * Output columns are done 16 (then 8, 4, 1) at a time with the sums in registers, so every
  * element of r is loaded once and the loads of a block are contiguous (one pointer bumped by a
  * row per step, the 16 loads at offsets 0..60 from it). Each step loads 8 weights before their 8
- * multiply-adds: the backend keeps this order (no machine scheduler, codegen.CODEGEN_OPTIONS), so
+ * multiply-adds: the backend keeps this order (no machine scheduler: the pragma above), so
  * the loads pipeline on the Cortex-M4 (a load right after a load costs 1 cycle instead of 2).
  * 8, not 16: 16 sums + 16 weights + x would need 33 of the 32 single-precision registers. */
 static void vecmat(float *out, const float *x, int32_t xs, const float *r, int32_t ldr,
@@ -386,3 +396,5 @@ void libjit_matmul_f32(float *out, const float *lhs, const float *rhs, int32_t b
       jitk_gemm_strided_f32(o, n, l, 1, m, r, 1, k, m, k, n);
   }
 }
+
+#pragma clang attribute pop

@@ -20,16 +20,12 @@ _initialized = False
 # pipelined LDRs cost 3: the pairs never pay there. Measured: ResNet-8 all-args 41.72 M -> 41.55 M
 # est. cycles, every variant a little faster.
 #
-# No machine scheduler, before or after register allocation: instructions keep the order of the IR
-# (the SelectionDAG scheduler is source order for the Cortex-M4). The scheduler's in-order model
-# moves each load next to its use, between multiply-adds, so loads never follow loads; the TRM's
-# pipelining (a load right after a load costs 1 cycle, not 2) is then lost. Kernels written to
-# load first (vecmat, gemm_blocked in libkernels/matmul_f32.c) keep their loads together. Stalls
-# the scheduler would hide are not charged by the TRM's timings. Measured (all-args, est.
-# cycles/MAC): mlp256 4.36 -> 3.56, anomaly_ae 4.37 -> 3.57, kws_dscnn 3.75 -> 3.55; README has
-# every variant.
-CODEGEN_OPTIONS = ("-arm-assume-misaligned-load-store", "-enable-misched=false",
-                   "-enable-post-misched=false")
+# SelectionDAG scheduling in the IR's order for every function (-pre-RA-sched=source). That is
+# already LLVM's choice for the Cortex-M4, whose machine scheduler reorders afterwards; it matters
+# for functions built without that scheduler (libkernels/matmul_f32.c: the target feature
+# -use-misched), which would otherwise get the register-pressure DAG scheduler and lose the
+# order their loads were written in. Measured (all-args, est. cycles/MAC): see README.
+CODEGEN_OPTIONS = ("-arm-assume-misaligned-load-store", "-pre-RA-sched=source")
 
 
 def _init() -> None:
