@@ -22,12 +22,15 @@
 /* No machine scheduler for this file's functions (pre- or post-register-allocation): their code
  * keeps the order written here. LLVM's Cortex-M4 scheduler puts each load next to its use,
  * between the multiply-adds, so loads never follow loads and lose the TRM's pipelining (a load
- * right after a load costs 1 cycle instead of 2); vecmat and gemm_blocked load first. Per file,
+ * right after a load costs 1 cycle instead of 2); vecmat and gemm_blocked load first (codegen.py's
+ * -pre-RA-sched=source keeps the IR's order through instruction selection). Per file,
  * not per build (codegen.py): CMSIS-NN's int8 kernels are faster scheduled (kws_int8 all-args
  * +23% est. cycles without). Functions of other files are not inlined into these (their target
  * features differ) and these not into them. */
+#ifdef __clang__ /* the host build of the kernel tests uses gcc */
 #pragma clang attribute push(__attribute__((target("no-use-misched,disable-postra-scheduler"))), \
                              apply_to = function)
+#endif
 
 /* out[j] = sum_p x[p*xs] * r[p*ldr + j] for j < n: a row vector times a row-major matrix.
  * Output columns are done 16 (then 8, 4, 1) at a time with the sums in registers, so every
@@ -397,4 +400,6 @@ void libjit_matmul_f32(float *out, const float *lhs, const float *rhs, int32_t b
   }
 }
 
+#ifdef __clang__
 #pragma clang attribute pop
+#endif
