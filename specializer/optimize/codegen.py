@@ -19,7 +19,13 @@ _initialized = False
 # STRD costs 3 cycles where two STRs with an immediate offset cost 1 each, and LDRD 3 where two
 # pipelined LDRs cost 3: the pairs never pay there. Measured: ResNet-8 all-args 41.72 M -> 41.55 M
 # est. cycles, every variant a little faster.
-CODEGEN_OPTIONS = ("-arm-assume-misaligned-load-store",)
+#
+# SelectionDAG scheduling in the IR's order for every function (-pre-RA-sched=source). That is
+# already LLVM's choice for the Cortex-M4, whose machine scheduler reorders afterwards; it matters
+# for functions built without that scheduler (libkernels/matmul_f32.c: the target feature
+# -use-misched), which would otherwise get the register-pressure DAG scheduler and lose the
+# order their loads were written in. Measured (all-args, est. cycles/MAC): see README.
+CODEGEN_OPTIONS = ("-arm-assume-misaligned-load-store", "-pre-RA-sched=source")
 
 
 def _init() -> None:
