@@ -196,6 +196,41 @@ work:                        @ at 1000 in its 1 KiB page
     assert cycles.estimate(prof).cycles == 1 + 2 * 13 + 2 + 3
 
 
+def test_loads_pair_across_a_block_split_at_a_page(tmp_path):
+    """QEMU ends a block at a 1 KiB page even in straight code: the load after the page still
+    pipelines after the load before it (the estimate must not depend on where code lands)."""
+    prof = _run(tmp_path, "page_pair", """
+    .p2align 10
+    .rept 500
+    nop
+    .endr
+    .thumb_func
+    .global work
+work:                        @ at 1000 in its 1 KiB page
+    mov r0, sp               @ 1
+    .rept 10
+    nop                      @ 10
+    .endr
+    ldr r1, [r0]             @ at 1022, the page's last halfword: 2
+    ldr r2, [r0, #4]         @ at the next page, a block of its own: 1, pipelined
+    bx lr                    @ 3
+""")
+    split = [b for b in prof.blocks if b.insns[0].text.startswith("ldr r2")]
+    assert split and (split[0].addr & 0x3FF) == 0  # the case this test is about happened
+    assert cycles.fallthrough(prof)[split[0].addr][0].text.startswith("ldr r1")
+    assert cycles.estimate(prof).cycles == 1 + 10 + 2 + 1 + 3
+
+
+def test_fallthrough_counts_only_what_fell_through():
+    a = _block(["movs r0, #1", "ldr r1, [r0]"], execs=3)
+    b = qemu.Block(0x104, (qemu.Insn(0x104, 2, "ldr r2, [r0, #4]"),), execs=5, taken=0)  # 2 entries by branch
+    into = cycles.fallthrough(qemu.Profile(0, 0, (a, b)))
+    assert into[0x104][1] == 3
+    assert cycles.block_cycles(b, into[0x104]) == 3 * 1 + 2 * 2
+    c = _block(["movs r0, #1", "b #0x104"], execs=3)  # a branch: not a split
+    assert 0x104 not in cycles.fallthrough(qemu.Profile(0, 0, (c, b)))
+
+
 def _block(texts, execs=1, taken=0, sizes=None):
     sizes = sizes or [2] * len(texts)
     insns, addr = [], 0x100

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
 
-from specializer.run.cycles import insn_costs
+from specializer.run.cycles import fallthrough, insn_costs
 from specializer.run.debuginfo import Site
 from specializer.capture.hlo_sites import HloMap, HloOp
 from specializer.run.profile import UNKNOWN
@@ -104,8 +104,9 @@ def attribute(elf: Path, profile: Profile, sites: list[Site], of_fn: dict[str, i
 
     acc: dict[tuple, list[float]] = {}
     edges: dict[str, set[tuple]] = {}  # library function -> keys of the code that called it
+    into = fallthrough(profile)
     for n, b in enumerate(profile.blocks):
-        costs = insn_costs(b)
+        costs = insn_costs(b, into.get(b.addr))
         keys = [key(i.addr) for i in b.insns]
         weight = sum(costs) or 1
         for i, k, c in zip(b.insns, keys, costs):

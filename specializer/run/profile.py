@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from specializer.run.cycles import block_cycles
+from specializer.run.cycles import block_cycles, fallthrough
 from specializer.run.qemu import Profile
 from specializer.run.symbols import functions
 
@@ -35,6 +35,7 @@ def function_profile(elf: Path, profile: Profile) -> list[FunctionCost]:
     funcs = functions(elf)
     starts = [f[0] for f in funcs]
     acc: dict[str, list[int]] = {}
+    into = fallthrough(profile)
     for b in profile.blocks:
         i = bisect.bisect_right(starts, b.addr) - 1
         if i >= 0 and b.addr < funcs[i][0] + funcs[i][1]:
@@ -43,7 +44,7 @@ def function_profile(elf: Path, profile: Profile) -> list[FunctionCost]:
             start, size, name = -1, 0, UNKNOWN
         a = acc.setdefault(name, [size, 0, 0, 0])
         a[1] += b.execs * len(b.insns)
-        a[2] += block_cycles(b)
+        a[2] += block_cycles(b, into.get(b.addr))
         if b.addr == start:
             a[3] += b.execs
     rows = [FunctionCost(n, *v) for n, v in acc.items()]
