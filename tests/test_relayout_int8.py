@@ -88,7 +88,7 @@ def test_shape_only_call_is_measured_and_bit_exact(tmp_path, monkeypatch):
     picked = []
     monkeypatch.setattr(callchoice, "choose", lambda dims, all_args: picked.append(set(all_args)) or frozenset({1}))
     comp = compare(model, tmp_path / "cmp", variants.Options(unroll_candidates=()), which=("dims", "all-args"))
-    assert picked == [{1}]  # the conv call was costed in both builds
+    assert picked and all(p == {1} for p in picked)  # the conv call was costed in each build
     row = comp.row("all-args")
     assert row.status == "pass" and row.max_abs_err == 0
     assert row.shape_only in ((), (1,)) and not (tmp_path / "cmp" / ".unroll").exists()

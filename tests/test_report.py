@@ -59,3 +59,10 @@ def test_a_failed_variant_is_never_reported_within_tolerance():
             VariantRow("all-args", "FAIL", 100, 0, 0, 0, 10, 20, 0.0, 0.0, rtol=1e-5))
     text = table(Comparison("m", "captured", rows))
     assert "all-args does not match" in text and "every variant <=" not in text
+
+
+def test_call_numbers_print_as_ranges():
+    from specializer.report.tables import _ranges
+
+    assert _ranges((1, 2, 3, 7, 9, 10)) == "1-3, 7, 9-10"
+    assert _ranges([5]) == "5" and _ranges(()) == ""

@@ -16,7 +16,7 @@ from specializer.run import firmware, measure, profile
 
 from specializer.report import callchoice, macs, tables as report
 
-from specializer.optimize import variants
+from specializer.optimize import callsites, variants
 from specializer.inputs import Model
 from specializer.report.tables import Comparison, VariantRow
 
@@ -57,9 +57,48 @@ def _keep(out_dir: Path, v: str, best: Path) -> None:
     shutil.rmtree(out_dir / ".unroll", ignore_errors=True)
 
 
+CHOICE_ROUNDS = 3  # shape-only rebuilds of all-args at most (callchoice.py)
+
+
 def _best(results: list) -> tuple:
     """The passing build with the fewest est. cycles (the first such, in the order tried)."""
     return min(results, key=lambda x: (x[2].status != "pass", x[2].cycles or 0))
+
+
+def _choose_calls(model: Model, out_dir: Path, options: variants.Options, t, dims_costs: dict, dims_cycles: int,
+                  results: list, say, method: str, timeout: float) -> None:
+    """all-args at unroll threshold `t` (its build in `results`) with the calls dims ran faster at `t` shape-only
+    (callchoice.py), each rebuild appended to `results`. A rebuild shifts what the size budget
+    admits, so the calls are costed again in the rebuild, until no call is added (at most
+    CHOICE_ROUNDS rebuilds); the comparison keeps the fastest of them all."""
+    def build(only: frozenset, n: int) -> tuple:
+        o = replace(options, unroll_threshold=t, shape_only=only)
+        d = out_dir / ".unroll" / f"all-args-{t or 'llvm'}-shape-only-{n}"
+        note = f" (unroll threshold {t or 'LLVM'}, {len(only)} calls shape-only: {', '.join(map(str, sorted(only)))})"
+        say(f"building{note}")
+        b2 = variants.build(model, "all-args", d, o)
+        say(f"running on QEMU{note}")
+        r = (t, b2, _row(model, "all-args", b2, method, timeout, t, only))
+        results.append(r)
+        return r
+
+    first = min((r for r in results if r[0] == t), key=lambda r: r[2].cycles or 0)
+    only, best = frozenset(), first
+    for n in range(1, CHOICE_ROUNDS + 1):
+        more = only | callchoice.choose(dims_costs, callchoice.read(best[1].dir))
+        if more == only:
+            break
+        only = more
+        best = build(only, n)  # costed next even when not faster: what the added calls shifted is in it
+        if best[2].status != "pass":
+            return
+    # A function several calls share is charged to them by entries, which can misjudge calls of
+    # different sizes; when all-args is still slower than dims, dims' rule at every call is the
+    # last candidate (the table then lists every call as shape-only)
+    every = frozenset(n for _, _, n in callsites.calls((first[1].dir / "linked.ll").read_text()) if n is not None)
+    fastest = min((r[2].cycles or 0) for r in results if r[0] == t and r[2].status == "pass")
+    if every and every != only and fastest > dims_cycles:
+        build(every, CHOICE_ROUNDS + 1)
 
 
 def compare(model: Model, out_dir: Path, options: variants.Options = variants.Options(),
@@ -70,7 +109,7 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
-    dims_costs: dict = {}  # unroll threshold -> the dims build's call costs (callchoice.py)
+    dims_costs: dict = {}  # unroll threshold -> the dims build's call costs (callchoice.py) and est. cycles
     for i, v in enumerate(which, 1):
         tried = _thresholds(model, v, options)
         results = []
@@ -85,20 +124,13 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
             row = _row(model, v, b, method, timeout, t, o.shape_only if v == "all-args" else frozenset())
             results.append((t, b, row))
             if v == "dims" and row.status == "pass" and (b.dir / "profile.json").exists():
-                dims_costs[t] = callchoice.read(b.dir)
+                dims_costs[t] = (callchoice.read(b.dir), row.cycles or 0)
+        if v == "all-args" and not options.shape_only:
+            for t, _, row in list(results):
+                if t in dims_costs and row.status == "pass":
+                    _choose_calls(model, out_dir, options, t, *dims_costs[t], results,
+                                  lambda text: say(f"[{i}/{len(which)}] {v}: {text}"), method, timeout)
         t, b, row = _best(results)
-        if v == "all-args" and t in dims_costs and not options.shape_only and row.status == "pass":
-            # the calls dims ran faster, measured once more as shape-only clones (callchoice.py)
-            only = callchoice.choose(dims_costs[t], callchoice.read(b.dir))
-            if only:
-                o = replace(options, unroll_threshold=t, shape_only=only)
-                d = out_dir / ".unroll" / f"{v}-{t or 'llvm'}-shape-only"
-                note = f" ({len(only)} calls shape-only: {', '.join(map(str, sorted(only)))})"
-                say(f"[{i}/{len(which)}] {v}: building{note}")
-                b2 = variants.build(model, v, d, o)
-                say(f"[{i}/{len(which)}] {v}: running on QEMU{note}")
-                results.append((t, b2, _row(model, v, b2, method, timeout, t, only)))
-                t, b, row = _best(results)
         if len(results) > 1:
             _keep(out_dir, v, b.dir)
         rows.append(row)

@@ -164,6 +164,19 @@ def github_table(body: list, headers: list, colalign: tuple) -> str:
         tab.MIN_PADDING = saved
 
 
+def _ranges(numbers) -> str:
+    """(1, 2, 3, 7, 9, 10) -> '1-3, 7, 9-10'."""
+    out, run = [], []
+    for n in sorted(numbers):
+        if run and n != run[-1] + 1:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+            run = []
+        run.append(n)
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(out)
+
+
 def _by_variant(c: Comparison, cell) -> str:
     """'all variants X' when every row says the same, else 'v1 X, v2 Y'."""
     cells = [(r.variant, cell(r)) for r in c.rows if cell(r) is not None]
@@ -202,7 +215,7 @@ def table(c: Comparison, title: bool = True) -> str:
                                                                         else "LLVM's"))
     if unroll:
         notes.append(f"unroll threshold: {unroll}")
-    only = _by_variant(c, lambda r: ", ".join(map(str, r.shape_only)) or None)
+    only = _by_variant(c, lambda r: _ranges(r.shape_only) or None)
     if only:
         notes.append(f"calls specialized shape-only (measured faster as dims clones): {only}")
     if c.macs and any(c.per_mac(r) for r in c.rows):
