@@ -239,10 +239,17 @@ variants:
                  such constants before the call); never buffer addresses, never weights
   all-args       lto + a clone per call site for every constant argument: buffer addresses,
                  weights, XLA call frames, and pointers to stack objects that hold only constants
-                 (CMSIS instance structs), which become private constant globals
+                 (CMSIS instance structs), which become private constant globals; except the
+                 calls a comparison measured faster as dims' shape-only clones (--shape-only)
   dims and all-args run in rounds (constant propagation between them) until no new clone, then O2.
   A stack object counts as constant at a call when the callee only reads it (readonly), every
   store to it is a constant, in the call's block and before the call, and nothing else uses it.
+
+per-call choice (all-args, in a comparison): every model call is numbered ('call N' in the
+log); after dims and all-args run, each call is costed in both from the per-function profiles and
+the calls dims ran faster are rebuilt shape-only (dims' rule, no relayout), costed again, up to 3
+rounds; if all-args is still slower than dims, dims' rule at every call is the last candidate. The
+fastest measured build is kept; the table lists its shape-only calls.
 
 size budget (--max-growth X): the clones and their callees are optimized in a scratch copy of
 the module (clones kept out of line, callees unspecialized). A callee's size counts every
