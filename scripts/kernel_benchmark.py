@@ -23,6 +23,7 @@ import numpy as np
 from tabulate import tabulate
 
 from specializer import inputs
+from specializer.optimize.relayout import MAX_DENSITY
 
 from specializer.report import tables as report
 
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
           "est. cycles: QEMU-counted instructions, TRM-weighted; the entry call only.", "",
           "## est. cycles per MAC, per kernel and variant", "", kt, "",
           "## Sparsity sweep: dense 1x256 -> 256, weights magnitude-pruned", "",
-          "est. cycles of the whole call. all-args re-lays a constant weight with at most 40% nonzeros out as "
+          f"est. cycles of the whole call. all-args re-lays a constant weight with at most {MAX_DENSITY:.0%} nonzeros out as "
           "compressed sparse columns (`specializer/optimize/relayout.py`); the other variants run the dense kernel.", "",
           st, ""]
     print("\n".join(md))

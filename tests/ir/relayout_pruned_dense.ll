@@ -10,7 +10,7 @@
 ; CHECK: call void @libjit_matmul_f32(ptr @out2, ptr @x, ptr @dense, i32 1, i32 1, i32 2, i32 2, i32 0, i32 0)
 ; CHECK: declare void @libjit_vecmat_csc_f32(ptr, ptr, ptr, ptr, ptr, i32)
 ; LOG: weight @w (f32[4x3], 3 of 12 nonzero): re-laid out as compressed sparse columns for @libjit_vecmat_csc_f32, 48 -> 26 bytes
-; LOG: weight @dense (f32[2x2], 4 of 4 nonzero): left dense (100% nonzero > 40%: the dense kernel is faster)
+; LOG: weight @dense (f32[2x2], 4 of 4 nonzero): left dense (100% nonzero > 35%: the dense kernel is faster)
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"
 
