@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from specializer.optimize.ir import define_name, unquote
+
 KIND = "specializer.call"
 _TAG = re.compile(r", !specializer\.call !(\d+)")
 _META_ID = re.compile(r"^!(\d+) = ", re.M)
@@ -61,32 +63,14 @@ def calls(text: str) -> list[tuple[str, str, int | None]]:
     out, caller = [], None
     for line in text.split("\n"):
         if line.startswith("define "):
-            caller = _name(line[line.index("@") + 1:])
+            caller = define_name(line)
         elif line == "}":
             caller = None
         elif caller is not None:
             m = _CALL.match(line)
             if m:
-                out.append((caller, _unquote(m.group(1)), numbers.of(line)))
+                out.append((caller, unquote(m.group(1)), numbers.of(line)))
     return out
-
-
-def defined(text: str) -> list[str]:
-    """The functions `text` defines, in module order."""
-    return [_name(line[line.index("@") + 1:]) for line in text.split("\n") if line.startswith("define ")]
-
-
-def _name(rest: str) -> str:
-    if rest.startswith('"'):
-        end = rest.index('"', 1)
-        return _unquote(rest[:end + 1])
-    return rest[:rest.index("(")]
-
-
-def _unquote(ref: str) -> str:
-    if ref.startswith('"'):
-        return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), ref[1:-1])
-    return ref
 
 
 def parse_set(text: str) -> frozenset:

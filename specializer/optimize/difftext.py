@@ -31,6 +31,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 
 from specializer.optimize import ir
+from specializer.optimize.ir import unquote as _unquote
 
 SUMMARY_BYTES = 256  # a global initializer larger than this is summarized, not printed
 HEADER = ("; diff-oriented text (specializer/optimize/difftext.py): for reading and diffing, not for parsing back.\n"
@@ -73,12 +74,6 @@ class DiffText:
             out.append(e.text)
             last = e.kind
         return "".join(out)
-
-
-def _unquote(ref: str) -> str:
-    if ref.startswith('"'):
-        return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), ref[1:-1])
-    return ref
 
 
 def _outside_strings(line: str, pattern: re.Pattern, repl) -> str:

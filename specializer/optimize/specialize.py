@@ -44,6 +44,7 @@ from typing import Callable
 import llvmlite.binding as llvm
 
 from specializer.optimize import callsites, constdata, ir
+from specializer.optimize.ir import quote, unquote as _unquote
 from specializer.errors import UserError
 
 MODES = ("dims", "all-args")
@@ -59,7 +60,6 @@ _ADDRESS_KINDS = {
 _SPEC_SUFFIX = re.compile(r"(\.spec\.[0-9a-f]{8}(\.\d+)?)+$")
 HASH_DIGITS = 8
 _SCALAR_TYPE = re.compile(r"^(i\d+|half|bfloat|float|double)$")
-_BARE_NAME = re.compile(r"^[-a-zA-Z$._][-a-zA-Z$._0-9]*$")
 _GLOBAL_REF = re.compile(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)')
 _ATTR_GROUP = re.compile(r"^attributes #(\d+) = \{ (.*) \}$", re.M)
 # function attributes that do not carry over to a clone: memory effects (the clone reaches
@@ -99,19 +99,6 @@ class CodeSizes:
 
 
 SIZER = Callable[[str], CodeSizes]  # module text -> code sizes and call graph
-
-
-def quote(name: str) -> str:
-    """`@name` as LLVM prints it (quoted when it has characters outside the bare set)."""
-    if _BARE_NAME.match(name):
-        return "@" + name
-    return '@"' + name.replace("\\", "\\5C").replace('"', "\\22") + '"'
-
-
-def _unquote(ref: str) -> str:
-    if ref.startswith('"'):
-        return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), ref[1:-1])
-    return ref
 
 
 @dataclass(frozen=True)
@@ -348,7 +335,7 @@ def _function_lines(lines: list[str]) -> dict[str, tuple[int, int]]:
     spans, i = {}, 0
     while i < len(lines):
         if lines[i].startswith("define "):
-            name = _define_name(lines[i])
+            name = ir.define_name(lines[i])
             j = i
             while lines[j] != "}":
                 j += 1
@@ -356,11 +343,6 @@ def _function_lines(lines: list[str]) -> dict[str, tuple[int, int]]:
             i = j
         i += 1
     return spans
-
-
-def _define_name(line: str) -> str:
-    m = re.search(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)\(', line)
-    return _unquote(m.group(1))
 
 
 class _Module:

@@ -57,7 +57,8 @@ from specializer.library import libjit
 from specializer.errors import UserError
 from specializer.inputs import Model
 from specializer.capture.retarget import FLASH_BYTES
-from specializer.optimize.specialize import CodeSizes, Specialized, merge, quote, specialize
+from specializer.optimize.ir import quote
+from specializer.optimize.specialize import CodeSizes, Specialized, merge, specialize
 
 VARIANTS = ("separate", "lto", "llvm-funcspec", "dims", "all-args")
 DEFAULT_MAX_GROWTH = 2.0

@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from specializer.optimize import callsites
+from specializer.optimize import callsites, ir
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def call_costs(specialized: str, optimized: str, profile: list[dict]) -> dict[in
         memo[f] = t
         return t
 
-    defined = set(callsites.defined(optimized))
+    defined = set(ir.defined(optimized))
     out: dict[int, CallCost] = {}
     for _, callee, n in callsites.calls(specialized):
         if n is None:

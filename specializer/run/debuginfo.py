@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_DEFINE = re.compile(r'^define [^@]*@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(')
+from specializer.optimize.ir import define_name, unquote as _unquote
+
 _CALLEE = re.compile(r'\bcall [^@]*@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(')
 _META_ID = re.compile(r"!(\d+)\b")
 _FLAGS = re.compile(r"^!llvm\.module\.flags = !\{(.*)\}$", re.M)
@@ -34,22 +35,13 @@ class Site:
     call: bool = False  # a library call of the entry (its code is the callee's, inlined or not)
 
 
-def _unquote(name: str) -> str:
-    return name[1:-1] if name.startswith('"') else name
-
-
-def defined(text: str) -> list[str]:
-    """Names of the functions `text` defines, in order."""
-    return [_unquote(m.group(1)) for m in map(_DEFINE.match, text.splitlines()) if m]
-
-
 def _bodies(lines: list[str]) -> dict[str, tuple[int, int]]:
     """function -> (index of its define line, index of its closing brace)."""
     out, name, start = {}, None, 0
     for i, line in enumerate(lines):
-        m = _DEFINE.match(line)
-        if m:
-            name, start = _unquote(m.group(1)), i
+        defines = define_name(line)
+        if defines is not None:
+            name, start = defines, i
         elif name is not None and line == "}":
             out[name] = (start, i)
             name = None
