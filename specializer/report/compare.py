@@ -65,20 +65,28 @@ def _best(results: list) -> tuple:
     return min(results, key=lambda x: (x[2].status != "pass", x[2].cycles or 0))
 
 
-def _choose_calls(model: Model, out_dir: Path, options: variants.Options, t, dims_costs: dict, dims_cycles: int,
-                  results: list, say, method: str, timeout: float) -> None:
+def _build_run(model: Model, v: str, o: variants.Options, d: Path, note: str, say, method: str,
+               timeout: float) -> tuple:
+    """Variant `v` built with `o` into `d`, and run when the model runs: (threshold, build, row)."""
+    say(f"building{note}")
+    b = variants.build(model, v, d, o)
+    if model.manifest is not None:
+        say(f"running on QEMU{note}")
+    only = o.shape_only if v == "all-args" else frozenset()
+    return o.unroll_threshold, b, _row(model, v, b, method, timeout, o.unroll_threshold, only)
+
+
+def _choose_calls(options: variants.Options, out_dir: Path, t, dims_costs: dict, dims_cycles: int,
+                  results: list, run) -> None:
     """all-args at unroll threshold `t` (its build in `results`) with the calls dims ran faster at `t` shape-only
     (callchoice.py), each rebuild appended to `results`. A rebuild shifts what the size budget
     admits, so the calls are costed again in the rebuild, until no call is added (at most
-    CHOICE_ROUNDS rebuilds); the comparison keeps the fastest of them all."""
+    CHOICE_ROUNDS rebuilds); the comparison keeps the fastest of them all.
+    `run(options, dir, note)` builds and runs one all-args build (_build_run)."""
     def build(only: frozenset, n: int) -> tuple:
-        o = replace(options, unroll_threshold=t, shape_only=only)
-        d = out_dir / ".unroll" / f"all-args-{t or 'llvm'}-shape-only-{n}"
         note = f" (unroll threshold {t or 'LLVM'}, {len(only)} calls shape-only: {', '.join(map(str, sorted(only)))})"
-        say(f"building{note}")
-        b2 = variants.build(model, "all-args", d, o)
-        say(f"running on QEMU{note}")
-        r = (t, b2, _row(model, "all-args", b2, method, timeout, t, only))
+        r = run(replace(options, unroll_threshold=t, shape_only=only),
+                out_dir / ".unroll" / f"all-args-{t or 'llvm'}-shape-only-{n}", note)
         results.append(r)
         return r
 
@@ -113,23 +121,19 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
     for i, v in enumerate(which, 1):
         tried = _thresholds(model, v, options)
         results = []
+        step = lambda text, i=i, v=v: say(f"[{i}/{len(which)}] {v}: {text}")  # noqa: E731
+        run = lambda o, d, note, v=v: _build_run(model, v, o, d, note, step, method, timeout)  # noqa: E731
         for t in tried:
-            o = replace(options, unroll_threshold=t)
             d = out_dir / v if len(tried) == 1 else out_dir / ".unroll" / f"{v}-{t or 'llvm'}"
-            note = f" (unroll threshold {t or 'LLVM'})" if len(tried) > 1 else ""
-            say(f"[{i}/{len(which)}] {v}: building{note}")
-            b = variants.build(model, v, d, o)
-            if model.manifest is not None:
-                say(f"[{i}/{len(which)}] {v}: running on QEMU{note}")
-            row = _row(model, v, b, method, timeout, t, o.shape_only if v == "all-args" else frozenset())
+            t, b, row = run(replace(options, unroll_threshold=t), d,
+                            f" (unroll threshold {t or 'LLVM'})" if len(tried) > 1 else "")
             results.append((t, b, row))
             if v == "dims" and row.status == "pass" and (b.dir / "profile.json").exists():
                 dims_costs[t] = (callchoice.read(b.dir), row.cycles or 0)
         if v == "all-args" and not options.shape_only:
             for t, _, row in list(results):
                 if t in dims_costs and row.status == "pass":
-                    _choose_calls(model, out_dir, options, t, *dims_costs[t], results,
-                                  lambda text: say(f"[{i}/{len(which)}] {v}: {text}"), method, timeout)
+                    _choose_calls(options, out_dir, t, *dims_costs[t], results, run)
         t, b, row = _best(results)
         if len(results) > 1:
             _keep(out_dir, v, b.dir)
