@@ -170,16 +170,21 @@ def test_instruction_class(tmp_path, name):
     assert cycles.estimate(prof).cycles == want
 
 
-def test_page_crossing_is_no_taken_branch(tmp_path):
-    """A 32-bit instruction crossing a 1 KiB page ends QEMU's block without any branch."""
-    prof = _run(tmp_path, "page", """
+# `work` at byte 1000 of a 1 KiB page: its code reaches the next page after 24 bytes
+NEAR_PAGE_END = """
     .p2align 10
     .rept 500
     nop
     .endr
     .thumb_func
     .global work
-work:                        @ at 1000 in its 1 KiB page
+work:
+"""
+
+
+def test_page_crossing_is_no_taken_branch(tmp_path):
+    """A 32-bit instruction crossing a 1 KiB page ends QEMU's block without any branch."""
+    prof = _run(tmp_path, "page", NEAR_PAGE_END + """\
     movs r0, #0              @ 1
 1:  .rept 10
     nop                      @ 10 per iteration
@@ -199,14 +204,7 @@ work:                        @ at 1000 in its 1 KiB page
 def test_loads_pair_across_a_block_split_at_a_page(tmp_path):
     """QEMU ends a block at a 1 KiB page even in straight code: the load after the page still
     pipelines after the load before it (the estimate must not depend on where code lands)."""
-    prof = _run(tmp_path, "page_pair", """
-    .p2align 10
-    .rept 500
-    nop
-    .endr
-    .thumb_func
-    .global work
-work:                        @ at 1000 in its 1 KiB page
+    prof = _run(tmp_path, "page_pair", NEAR_PAGE_END + """\
     mov r0, sp               @ 1
     .rept 10
     nop                      @ 10
