@@ -648,6 +648,13 @@ def main(argv: list[str] | None = None) -> int:
         return 141  # 128 + SIGPIPE, as a program killed by it
 
 
+# The one dispatch table: `specialize NAME ...` runs COMMANDS[NAME]; anything else is a comparison
+# (`specialize [--all-args] FILE.ll`). `specialize help NAME` prints that command's --help.
+COMMANDS = {"run": _run, "capture": _capture, "examples": _examples, "diff": _diff, "diff-ir": _diff_ir,
+            "bundle": _bundle, "opt": _opt}
+HELP_ALIASES = {"specialize": _specialize, "compare": _specialize}
+
+
 def _main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
         print(USAGE, end="")
@@ -656,40 +663,24 @@ def _main(argv: list[str]) -> int:
         print(_version(), end="")
         return 0
     if argv and argv[0] == "help":  # `specialize help [COMMAND]`, as git and LLVM tools have it
-        commands = {"run": _run, "capture": _capture, "examples": _examples, "diff": _diff, "bundle": _bundle,
-                    "diff-ir": _diff_ir, "opt": _opt}
         if len(argv) == 1:
             print(USAGE, end="")
             return 0
-        if argv[1] in commands:
-            return _help(commands[argv[1]])
-        if argv[1] in ("specialize", "compare"):
-            return _help(_specialize)
-        print(f"specialize: error: help: no command '{argv[1]}' (have: {', '.join(commands)}, specialize)",
+        command = COMMANDS.get(argv[1]) or HELP_ALIASES.get(argv[1])
+        if command is not None:
+            return _help(command)
+        print(f"specialize: error: help: no command '{argv[1]}' (have: {', '.join(COMMANDS)}, specialize)",
               file=sys.stderr)
         return 2
     try:
-        if argv and argv[0] == "diff":
-            return _diff(argv[1:])
-        if argv and argv[0] == "diff-ir":
-            return _diff_ir(argv[1:])
-        if argv and argv[0] == "capture":
-            return _capture(argv[1:])
-        if argv and argv[0] == "examples":
-            return _examples(argv[1:])
-        if argv and argv[0] == "run":
-            return _run(argv[1:])
-        if argv and argv[0] == "bundle":
-            return _bundle(argv[1:])
-        if argv and argv[0] == "opt":
-            return _opt(argv[1:])
+        if argv and argv[0] in COMMANDS:
+            return COMMANDS[argv[0]](argv[1:])
         return _specialize(argv)
     except UserError as e:
         print(f"specialize: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-
 
 if __name__ == "__main__":
     sys.exit(main())
