@@ -23,7 +23,8 @@ from specializer import irtext, triples
 from specializer.errors import UserError
 from specializer.capture.manifest import Manifest
 from specializer.capture.normalize import normalize
-from specializer.capture.retarget import TRIPLE, respell_target, retarget
+from specializer.capture.retarget import respell_target, retarget
+from specializer.target import TARGET
 
 _TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.M)
 _XLA_MARKERS = ("%XLA_CPU_KernelCallFrame", '!"xla_dylib_index"', "!xla_cpu_memory_region_name")
@@ -77,13 +78,13 @@ def load(path: Path) -> Model:
     problem = triples.problem(triple)
     if problem is None:
         # any spelling of our target (thumbv7em-none-eabihf, armv7em-...) becomes the one we build for
-        return _thumb_module(path, text if triple == TRIPLE else respell_target(text))
+        return _thumb_module(path, text if triple == TARGET.triple else respell_target(text))
     looks_xla = path.name.endswith(".ir-no-opt.ll") or any(k in text for k in _XLA_MARKERS)
     if looks_xla:
         return _xla_kernels(path, text)
     # a syntax error is reported as such, with line and column; then the target
     codegen.parse_input(text, str(path), ir.context(), scan=False)
-    raise UserError(f"{path}: {problem}; expected {TRIPLE} or another spelling of it "
+    raise UserError(f"{path}: {problem}; expected {TARGET.triple} or another spelling of it "
                     "(capture a model with 'specialize capture', or pass an XLA *.ir-no-opt.ll kernel dump)")
 
 

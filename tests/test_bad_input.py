@@ -103,7 +103,7 @@ from specializer.cli import main  # noqa: E402
 from specializer.capture.manifest import Manifest, Tensor  # noqa: E402
 from specializer.run.measure import errors  # noqa: E402
 from specializer.run.firmware import overflow_message  # noqa: E402
-from specializer.capture.retarget import TRIPLE  # noqa: E402
+from specializer.target import TARGET  # noqa: E402
 
 OURS = b'target triple = "thumbv7em-none-eabihf"\n'
 FN = b"define i32 @f(i32 %a) {\n  %b = add i32 %a, 1\n  ret i32 %b\n}\n"
@@ -202,7 +202,7 @@ def test_every_spelling_of_the_target_is_accepted_and_retargeted(triple, tmp_pat
     ll = tmp_path / "m.ll"
     ll.write_bytes(f'target triple = "{triple}"\n'.encode() + FN)
     model = inputs.load(ll)
-    assert f'target triple = "{TRIPLE}"' in model.text and model.entries == ("f",)
+    assert f'target triple = "{TARGET.triple}"' in model.text and model.entries == ("f",)
 
 
 def test_retargeted_spelling_builds(tmp_path):

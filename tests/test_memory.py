@@ -6,7 +6,7 @@ import pytest
 
 from specializer.capture.manifest import Manifest, Tensor
 from specializer.run.measure import run_model
-from specializer.capture.retarget import DATALAYOUT, TRIPLE
+from specializer.target import TARGET
 
 
 def _stack_model(tmp_path: Path, words: int) -> Path:
@@ -14,8 +14,8 @@ def _stack_model(tmp_path: Path, words: int) -> Path:
     optimizer) and copies its input to its output: it needs at least 4 * words bytes of stack."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     ll = tmp_path / "model.ll"
-    ll.write_text(f"""target datalayout = "{DATALAYOUT}"
-target triple = "{TRIPLE}"
+    ll.write_text(f"""target datalayout = "{TARGET.datalayout}"
+target triple = "{TARGET.triple}"
 
 @m_in_x = global [4 x i8] zeroinitializer, align 64
 @m_out0 = global [4 x i8] zeroinitializer, align 64

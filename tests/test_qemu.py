@@ -16,13 +16,11 @@ from elftools.elf.elffile import ELFFile
 
 from specializer.run import qemu
 from specializer.errors import UserError
+from specializer.target import TARGET
 from specializer.tools import find_tool
 
 SRC = Path(__file__).parent / "data" / "qemu_smoke"
-CFLAGS = [
-    "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16",
-    "-nostdlib", "-ffreestanding", "-O2",
-]  # fmt: skip
+CFLAGS = TARGET.arch_flags() + ["-nostdlib", "-ffreestanding", "-O2"]
 
 
 def build(tmp: Path, name: str, *defines: str) -> tuple[Path, dict[str, int]]:

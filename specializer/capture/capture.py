@@ -27,7 +27,8 @@ from specializer.errors import UserError
 from specializer.files import write_all
 from specializer.capture.manifest import Manifest, Tensor, flat, np_dtype
 from specializer.capture.normalize import normalize
-from specializer.capture.retarget import DATALAYOUT, TRIPLE, retarget
+from specializer.capture.retarget import retarget
+from specializer.target import TARGET
 from specializer.capture.thunks import Conditional, Copy, Kernel, LibCall, Scratch, Slice, While
 from specializer.capture.xla_dump import Dump, entry_computation, read_dump
 
@@ -367,7 +368,7 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False,
     calls: list[tuple[str, str]] = []
     entry_ir = entry.generate(entry_name, thunks, plan, calls)
 
-    header = f'target datalayout = "{DATALAYOUT}"\ntarget triple = "{TRIPLE}"\n\n'
+    header = f'target datalayout = "{TARGET.datalayout}"\ntarget triple = "{TARGET.triple}"\n\n'
     modules = [codegen.parse(f"; ModuleID = '{prefix}'\n" + header + entry_ir, f"{prefix}.entry.ll")]
     sources = _kernel_sources(dump)
     kernel_texts, by_file = [], {}

@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import re
 
-# The 4-part spelling: with "thumbv7em-none-eabihf" LLVM 22.1 leaves the float ABI soft.
-TRIPLE = "thumbv7em-unknown-none-eabihf"
-FLASH_BYTES = 4 * 1024 * 1024  # mps2-an386, the board QEMU runs (firmware.py's linker script)
-DATALAYOUT = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
-CPU = "cortex-m4"
-FEATURES = "+vfp4d16sp"
+from specializer.target import TARGET
+
 
 _TRIPLE_LINE = re.compile(r'^target triple = "[^"]*"\n?', re.M)
 _LAYOUT_LINE = re.compile(r'^target datalayout = "[^"]*"\n?', re.M)
@@ -62,7 +58,7 @@ def set_target(text: str) -> str:
     """Our triple and datalayout, in place of whatever the module had."""
     text = _LAYOUT_LINE.sub("", text)
     text = _TRIPLE_LINE.sub("", text)
-    header = f'target datalayout = "{DATALAYOUT}"\ntarget triple = "{TRIPLE}"\n'
+    header = f'target datalayout = "{TARGET.datalayout}"\ntarget triple = "{TARGET.triple}"\n'
     # after the ModuleID/source_filename lines, where LLVM prints them
     lines = text.split("\n")
     at = 0
@@ -75,7 +71,7 @@ def respell_target(text: str) -> str:
     """Our triple and datalayout for a module already for Cortex-M4 under another spelling, with
     every line where it was: errors LLVM reports later must point into the user's file."""
     text = re.sub(r'^target datalayout = "[^"]*"', "", text, flags=re.M)
-    return re.sub(r'^target triple = "[^"]*"', f'target datalayout = "{DATALAYOUT}" target triple = "{TRIPLE}"',
+    return re.sub(r'^target triple = "[^"]*"', f'target datalayout = "{TARGET.datalayout}" target triple = "{TARGET.triple}"',
                   text, count=1, flags=re.M)
 
 

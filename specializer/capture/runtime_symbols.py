@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from specializer.capture import intrinsics
 from specializer.errors import UserError
+from specializer.target import TARGET
 from specializer.tools import find_tool
 
 # LLVM intrinsics the ARM backend lowers to a C library call for Cortex-M4 (FPv4-SP: no double
@@ -96,9 +97,9 @@ def _gcc_file(flags: list[str], what: str) -> str:
 
 @lru_cache(maxsize=None)
 def _newlib_symbols() -> frozenset[str]:
-    from specializer.run.firmware import GCC_FLAGS
-    archives = [_gcc_file(GCC_FLAGS, f"-print-file-name={n}") for n in ("libc.a", "libm.a", "libnosys.a")]
-    archives.append(_gcc_file(GCC_FLAGS, "-print-libgcc-file-name"))
+    flags = TARGET.gcc_flags()
+    archives = [_gcc_file(flags, f"-print-file-name={n}") for n in ("libc.a", "libm.a", "libnosys.a")]
+    archives.append(_gcc_file(flags, "-print-libgcc-file-name"))
     nm = find_tool("arm-none-eabi-nm")
     r = subprocess.run([nm, "-g", "--defined-only", "-P", *archives], capture_output=True, text=True)
     if r.returncode != 0:

@@ -16,15 +16,10 @@ from pathlib import Path
 
 from specializer.library import cmsis, cmsis_api, inline_asm
 from specializer.errors import UserError
-from specializer.capture.retarget import CPU, TRIPLE
+from specializer.target import TARGET
 from specializer.tools import build_dir, find_tool, shipped
 
-# Optimizations on (clang -O0 would mark every function optnone, which blocks specialization).
-CFLAGS = [
-    f"--target={TRIPLE}", f"-mcpu={CPU}", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-mthumb",
-    "-O2", "-fomit-frame-pointer", "-fno-builtin-printf", "-fno-common", "-ffunction-sections",
-    "-fdata-sections", "-ffp-contract=off",
-]
+CFLAGS = TARGET.clang_flags()
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import llvmlite.binding as llvm
 
 from specializer import isolate, precheck
 from specializer.errors import UserError
-from specializer.capture.retarget import CPU, FEATURES, TRIPLE
+from specializer.target import TARGET
 
 _initialized = False
 
@@ -40,8 +40,8 @@ def _init() -> None:
 
 def target_machine(opt: int = 2) -> llvm.TargetMachine:
     _init()
-    target = llvm.Target.from_triple(TRIPLE)
-    return target.create_target_machine(cpu=CPU, features=FEATURES, opt=opt, reloc="static",
+    target = llvm.Target.from_triple(TARGET.triple)
+    return target.create_target_machine(cpu=TARGET.cpu, features=TARGET.features, opt=opt, reloc="static",
                                         codemodel="default")
 
 
@@ -120,7 +120,7 @@ def optimize(mod: llvm.ModuleRef, level: int = 2, tm: llvm.TargetMachine | None 
 
 def emit_object(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None) -> bytes:
     tm = tm or target_machine()
-    mod.triple = TRIPLE
+    mod.triple = TARGET.triple
     return isolate.run(lambda: tm.emit_object(mod), f"emitting Cortex-M4 code for {mod.name}")
 
 

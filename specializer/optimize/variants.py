@@ -56,7 +56,7 @@ from specializer.optimize import codegen, difftext, ir, passes
 from specializer.library import libjit
 from specializer.errors import UserError
 from specializer.inputs import Model
-from specializer.capture.retarget import FLASH_BYTES
+from specializer.target import TARGET
 from specializer.optimize.ir import quote
 from specializer.optimize.specialize import CodeSizes, Specialized, merge, specialize
 
@@ -88,7 +88,7 @@ def unroll_setting(text: str) -> tuple[int | None, tuple]:
     if n < 0:
         raise ValueError("--unroll-threshold must be >= 0")
     return n, ()
-DEFAULT_FLASH_BUDGET = FLASH_BYTES - 64 * 1024  # the target's flash less room for harness, libc and libm
+DEFAULT_FLASH_BUDGET = TARGET.flash_bytes - 64 * 1024  # the target's flash less room for harness, libc and libm
 
 
 @dataclass(frozen=True)

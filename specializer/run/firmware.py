@@ -24,10 +24,10 @@ from elftools.elf.elffile import ELFFile
 
 from specializer.errors import UserError
 from specializer.capture.manifest import Manifest, Tensor, np_dtype
+from specializer.target import TARGET
 from specializer.tools import find_tool
 
-GCC_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O2",
-             "-ffunction-sections", "-fdata-sections", "-fno-common"]
+GCC_FLAGS = TARGET.gcc_flags()
 
 SECTION_KINDS = ("text", "rodata", "data", "bss")
 HANDLER_STACK = 1024  # bytes of MSP stack for the fault handlers (harness_report_fault and semihosting)
@@ -44,11 +44,11 @@ class Firmware:
 
 
 LINKER_SCRIPT = """\
-/* mps2-an386: 4 MiB flash-like memory at 0x0, 4 MiB RAM at 0x20000000. */
+/* {board}: {flash} flash-like memory at {flash_origin}, {ram} RAM at {ram_origin}. */
 MEMORY
 {{
-  FLASH (rx) : ORIGIN = 0x00000000, LENGTH = {flash}
-  RAM (rwx)  : ORIGIN = 0x20000000, LENGTH = {ram}
+  FLASH (rx) : ORIGIN = {flash_origin}, LENGTH = {flash}
+  RAM (rwx)  : ORIGIN = {ram_origin}, LENGTH = {ram}
 }}
 ENTRY({entry})
 SECTIONS
@@ -133,10 +133,10 @@ def _entry_lines(entry: str, limit_ticks: int, div0_trap: bool) -> str:
             f"const uint32_t harness_limit_ticks = {limit_ticks}u, harness_div0_trap = {int(div0_trap)}u;\n")
 
 
-RAM_ORIGIN = 0x20000000
-# mps2-an386's memories, as the linker script gives them (bytes)
-REGIONS = {"FLASH": ("flash", 4 << 20, "weights, constants and code"),
-           "RAM": ("RAM", 4 << 20, "buffers, initialized data and the stack")}
+RAM_ORIGIN = TARGET.ram_origin
+# the board's memories, as the linker script gives them (bytes)
+REGIONS = {"FLASH": ("flash", TARGET.flash_bytes, "weights, constants and code"),
+           "RAM": ("RAM", TARGET.ram_bytes, "buffers, initialized data and the stack")}
 _OVERFLOW = re.compile(r"region `(\w+)' overflowed by (\d+) bytes")
 
 
@@ -179,7 +179,9 @@ def linker_script(model_objs: Sequence[Path], entry: str = "harness_reset") -> s
         return " ".join(f"*{n}({sections})" for n in names)
 
     flash, ram = (f"{REGIONS[r][1] >> 20}M" for r in ("FLASH", "RAM"))
-    return LINKER_SCRIPT.format(entry=entry, flash=flash, ram=ram, handler_stack=HANDLER_STACK, guard=STACK_GUARD,
+    return LINKER_SCRIPT.format(entry=entry, board=TARGET.board, flash=flash, ram=ram,
+                                flash_origin=f"0x{TARGET.flash_origin:08x}", ram_origin=f"0x{TARGET.ram_origin:08x}",
+                                handler_stack=HANDLER_STACK, guard=STACK_GUARD,
                                 model_text=clause(".text .text.*"),
                                 model_rodata=clause(".rodata .rodata.*"), model_data=clause(".data .data.*"),
                                 model_bss=clause(".bss .bss.* COMMON"))

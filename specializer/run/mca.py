@@ -25,12 +25,12 @@ from pathlib import Path
 
 from specializer.errors import UserError
 from specializer.run.qemu import Block
+from specializer.target import TARGET
 from specializer.tools import find_tool
 
 MCA = "llvm-mca-19"
 OBJDUMP = "llvm-objdump-19"
-TRIPLE = "thumbv7em-none-eabihf"
-CPU = "cortex-m4"
+TRIPLE, CPU = TARGET.triple, TARGET.cpu
 ITERATIONS = (1, 2, 4, 8, 16, 32, 64, 100)
 
 _LINE = re.compile(r"^\s*([0-9a-f]+):\s+(\S[^\n]*)$")

@@ -27,9 +27,10 @@ from pathlib import Path
 
 from specializer.run import faults
 from specializer.errors import UserError
+from specializer.target import TARGET
 from specializer.tools import build_dir, find_tool, shipped
 
-MACHINE = "mps2-an386"
+MACHINE = TARGET.board
 ICOUNT = "shift=7,align=off,sleep=off"
 # With shift=7 one instruction is 128 ns of virtual time; the counter runs at 25 MHz.
 TICKS_PER_INSN = 3.2
