@@ -444,7 +444,7 @@ def _pipelines(model, which: tuple, options) -> str:
 
 def _emit(model, a, options) -> int:
     """One build of the selected mode, one artifact out (in the manner of opt -S / llc)."""
-    from specializer.optimize import codegen
+    from specializer.llvm import emit
     from specializer import files
     from specializer.optimize.variants import optimized
 
@@ -455,8 +455,8 @@ def _emit(model, a, options) -> int:
         data: str | bytes = o.spec.text
     else:
         mod = o.module
-        data = {"ll": lambda: str(mod), "asm": lambda: codegen.emit_assembly(mod),
-                "obj": lambda: codegen.emit_object(mod)}[a.emit]()
+        data = {"ll": lambda: str(mod), "asm": lambda: emit.emit_assembly(mod),
+                "obj": lambda: emit.emit_object(mod)}[a.emit]()
     if not a.output or a.output == "-":
         if isinstance(data, bytes):
             raise UserError("--emit=obj needs -o FILE (an object file is not written to a terminal)")

@@ -13,13 +13,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specializer.optimize import codegen, ir
 
+from specializer.llvm import module, read, triples
 from specializer.capture import fminmax, intrinsics
 
 from specializer.library import inline_asm
 
-from specializer import irtext, triples
 from specializer.errors import UserError
 from specializer.capture.manifest import Manifest
 from specializer.capture.normalize import normalize
@@ -47,9 +46,9 @@ class Model:
 
 
 def _parse(text: str, where: str):
-    """A user's module, parsed so that nothing in it can kill the tool (see codegen.parse_input)."""
-    mod = codegen.parse_input(text, where, ir.context())
-    irtext.check_defines(mod, where)
+    """A user's module, parsed so that nothing in it can kill the tool (see module.parse_input)."""
+    mod = module.parse_input(text, where)
+    read.check_defines(mod, where)
     return mod
 
 
@@ -68,11 +67,11 @@ def _external_functions(mod, kernels_only: bool) -> tuple[str, ...]:
 
 def load(path: Path) -> Model:
     path = Path(path)
-    text = irtext.read(path)
+    text = read.read(path)
     if path.name.endswith(".ir-with-opt.ll"):  # by its name, whatever it holds
         raise UserError(f"{path}: XLA's optimized IR hard-codes x86-64 struct offsets; "
                         "pass the matching *.ir-no-opt.ll instead")
-    irtext.check_not_empty(text, str(path))
+    read.check_not_empty(text, str(path))
     m = _TRIPLE.search(text)
     triple = m.group(1) if m else ""
     problem = triples.problem(triple)
@@ -83,7 +82,7 @@ def load(path: Path) -> Model:
     if looks_xla:
         return _xla_kernels(path, text)
     # a syntax error is reported as such, with line and column; then the target
-    codegen.parse_input(text, str(path), ir.context(), scan=False)
+    module.parse_input(text, str(path), scan=False)
     raise UserError(f"{path}: {problem}; expected {TARGET.triple} or another spelling of it "
                     "(capture a model with 'specialize capture', or pass an XLA *.ir-no-opt.ll kernel dump)")
 

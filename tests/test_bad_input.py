@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from specializer.llvm import emit, module
 from specializer import tools
 from specializer.errors import UserError
 
@@ -96,9 +97,9 @@ def test_hanging_model_times_out(tmp_path, captured):
 
 # ---- .ll input that is not what it should be: one line each (the README's "Bad input" table) ----
 
-from specializer.optimize import codegen
 
-from specializer import inputs, isolate, triples  # noqa: E402
+from specializer import inputs  # noqa: E402
+from specializer.llvm import isolate, triples  # noqa: E402
 from specializer.cli import main  # noqa: E402
 from specializer.capture.manifest import Manifest, Tensor  # noqa: E402
 from specializer.run.measure import errors  # noqa: E402
@@ -187,7 +188,7 @@ def test_utf8_bom_skipped_and_verbatim_bytes_kept(tmp_path):
                    b"define ptr @f() {\n  ret ptr @s\n}\n")
     model = inputs.load(ll)
     assert model.entries == ("f",)
-    mod = codegen.parse(model.text, "m.ll")
+    mod = module.parse(model.text, "m.ll")
     assert '@s = constant [1 x i8] c"\\FF"' in str(mod)  # LLVM prints the byte 0xff so
 
 
@@ -222,14 +223,14 @@ def test_other_architectures_are_named(triple, arch):
 def test_llvm_crash_in_parser_is_one_line():
     """Without the scan, the trial parse in a child process turns LLVM's stack overflow into a line."""
     with pytest.raises(UserError, match=r"LLVM crashed \(segmentation fault\) while parsing n\.ll"):
-        codegen.parse_input(_nested(60_000).decode(), "n.ll", scan=False)
+        module.parse_input(_nested(60_000).decode(), "n.ll", scan=False)
 
 
 def test_llvm_abort_in_codegen_is_one_line():
-    mod = codegen.parse(BAD_LL["scalable vector"][0].decode(), "v.ll", codegen.llvm.create_context())
+    mod = module.parse(BAD_LL["scalable vector"][0].decode(), "v.ll")
     with pytest.raises(UserError, match=r"LLVM aborted while emitting Cortex-M4 code for v\.ll: "
                                         r"(assertion failed|LLVM ERROR)"):
-        codegen.emit_object(mod)
+        emit.emit_object(mod)
 
 
 def test_isolate_passes_results_and_user_errors():

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from specializer.optimize import codegen
+from specializer.llvm import module
 from specializer.optimize.bufalias import rewrite
 
 CASE = Path(__file__).parent / "ir" / "bufalias_arena_offsets.ll"
@@ -14,7 +14,7 @@ CASE = Path(__file__).parent / "ir" / "bufalias_arena_offsets.ll"
 def test_large_arena_offsets_become_aliases():
     text, names = rewrite(CASE.read_text())
     assert names == ["arena.at32000", "arena.at64000"]
-    printed = str(codegen.parse(text, CASE.name))
+    printed = str(module.parse(text, CASE.name))
     exe = Path(sys.executable).with_name("filecheck")
     r = subprocess.run([str(exe), str(CASE)], input=printed, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr + "\n--- input ---\n" + printed

@@ -2,7 +2,8 @@
 
 import pytest
 
-from specializer.optimize import callsites, ir
+from specializer.llvm import module
+from specializer.optimize import callsites
 from specializer.report import callchoice
 from specializer.report.callchoice import CallCost
 
@@ -33,7 +34,7 @@ entry:
 
 def test_number_tags_each_call_of_a_function_in_module_order():
     text = callsites.number(MODEL)
-    ir.parse(text, "numbered.ll")  # still valid IR
+    module.parse(text, "numbered.ll")  # still valid IR
     # intrinsics are not the model's calls; existing metadata keeps its ids
     assert callsites.calls(text) == [("fused.1", "kernel", 1), ("run", "fused.1", 2), ("run", "kernel", 3)]
     assert "tail call void @kernel(ptr %a, i32 8), !dbg !0, !specializer.call !3" in text
@@ -44,7 +45,7 @@ def test_number_tags_each_call_of_a_function_in_module_order():
 def test_number_is_idempotent_and_survives_llvm_printing():
     once = callsites.number(MODEL)
     assert callsites.number(once) == once
-    printed = str(ir.parse(once, "numbered.ll"))  # LLVM renumbers the metadata nodes
+    printed = str(module.parse(once, "numbered.ll"))  # LLVM renumbers the metadata nodes
     assert [n for _, _, n in callsites.calls(printed)] == [1, 2, 3]
 
 

@@ -1,6 +1,6 @@
 """A function built without the machine scheduler (target features -use-misched and
 +disable-postra-scheduler, as libkernels/matmul_f32.c's are) keeps loads written together
-together (with codegen.CODEGEN_OPTIONS' -pre-RA-sched=source): on the Cortex-M4 a load right
+together (with emit.CODEGEN_OPTIONS' -pre-RA-sched=source): on the Cortex-M4 a load right
 after a load costs 1 cycle instead of 2, and the scheduler would put each load next to its use,
 between the multiply-adds. The IR below is what vecmat's 16-column step becomes: two groups of 8
 weight loads, each before its 8 products."""
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
+from specializer.llvm import emit, module
 from specializer.library import libjit
-from specializer.optimize import codegen
 
 NO_MISCHED = "-use-misched,+disable-postra-scheduler"
 
@@ -39,8 +39,8 @@ def _panel(features: str | None) -> str:
 
 
 def _load_runs(features: str | None) -> list[int]:
-    mod = codegen.parse(_panel(features), "panel.ll")
-    asm = codegen.emit_assembly(mod)
+    mod = module.parse(_panel(features), "panel.ll")
+    asm = emit.emit_assembly(mod)
     body = asm[asm.index("panel:"):]
     mnemonics = [line.split()[0] for line in body.splitlines()
                  if line.startswith("\t") and not line.startswith("\t.")]
@@ -61,7 +61,7 @@ def test_the_scheduler_spreads_them():
 
 def test_matmul_kernels_are_built_without_the_scheduler():
     """libkernels/matmul_f32.c's pragma reaches the bitcode; other kernels keep the scheduler."""
-    text = str(codegen.parse_bitcode(libjit.build().bitcode))
+    text = str(module.parse_bitcode(libjit.build().bitcode))
     groups = dict(re.findall(r"^attributes #(\d+) = \{ (.*) \}$", text, re.M))
 
     def features(name: str) -> str:

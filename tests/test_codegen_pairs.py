@@ -1,9 +1,10 @@
-"""Codegen does not pair word loads/stores into LDRD/STRD (codegen.CODEGEN_OPTIONS): on the
+"""Codegen does not pair word loads/stores into LDRD/STRD (emit.CODEGEN_OPTIONS): on the
 Cortex-M4 two STRs with an immediate offset cost 2 cycles, one STRD 3."""
 
 from __future__ import annotations
 
-from specializer.optimize import codegen
+from specializer.llvm import emit, module, transforms
+
 
 COPY = """
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
@@ -23,9 +24,9 @@ define void @copy() {
 
 
 def test_adjacent_words_are_not_paired():
-    mod = codegen.parse(COPY, "copy.ll")
-    codegen.optimize(mod)
-    asm = codegen.emit_assembly(mod)
+    mod = module.parse(COPY, "copy.ll")
+    transforms.optimize(mod)
+    asm = emit.emit_assembly(mod)
     body = asm[asm.index("copy:"):]
     assert "ldrd" not in body and "strd" not in body, body
     assert body.count("ldr") >= 2 and body.count("str") >= 2

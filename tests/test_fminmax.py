@@ -10,7 +10,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import pytest
 
-from specializer.optimize import codegen
+from specializer.llvm import module
 from specializer.capture.fminmax import lower
 
 CASE = Path(__file__).parent / "ir" / "fminmax_relu.ll"
@@ -18,7 +18,7 @@ CASE = Path(__file__).parent / "ir" / "fminmax_relu.ll"
 
 def test_rewritten_ir():
     out = lower(CASE.read_text())
-    printed = str(codegen.parse(out, CASE.name))  # valid IR
+    printed = str(module.parse(out, CASE.name))  # valid IR
     exe = Path(sys.executable).with_name("filecheck")
     r = subprocess.run([str(exe), str(CASE)], input=printed, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr + "\n--- input ---\n" + printed

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from specializer.llvm import module
 from specializer.run import debuginfo, hloprofile, measure
 
 from specializer.capture import hlo_sites
 
-from specializer.optimize import ir, variants
+from specializer.optimize import variants
 from specializer.capture.capture import capture
 
 # three distinct ops: an elementwise fusion (tanh), a dot (a library call), and a fusion of
@@ -187,7 +188,7 @@ declare float @lib(float)
 
 def test_attach_marks_every_instruction_and_verifies():
     text, sites, of_fn = debuginfo.attach(SMALL, ["k", "f_run"], "f_run", (("k", "abs.1"), ("lib", "dot.2")), "f.hlo")
-    mod = ir.parse(text, "small.ll")  # parses and verifies
+    mod = module.parse(text, "small.ll")  # parses and verifies
     assert [(s.line, s.kernel, s.hlo, s.call) for s in sites] == [
         (1, "f_run", (), False), (2, "k", ("abs.1",), False), (3, "lib", ("dot.2",), True)]
     assert of_fn == {"f_run": 1, "k": 2}

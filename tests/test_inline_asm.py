@@ -11,8 +11,8 @@ import pytest
 from test_cmsis_nn import BINARY, DATA, M32, TERNARY, UNARY, run_firmware
 from test_ir_normalize import filecheck
 
-from specializer.optimize import codegen
 
+from specializer.llvm import emit, module, transforms
 from specializer.library import inline_asm, libjit
 from specializer.errors import UserError
 from specializer.tools import find_tool
@@ -26,10 +26,10 @@ def test_cmsis_nn_forms_become_intrinsics():
     out = inline_asm.rewrite(raw)
     assert out.count == 15
     assert inline_asm.leftover(out.text) == []
-    printed = str(codegen.parse(out.text, case.name))  # LLVM 22.1 accepts it; checked as printed
+    printed = str(module.parse(out.text, case.name))  # LLVM 22.1 accepts it; checked as printed
     filecheck(case, printed)
     # and the ARM backend selects it: an object comes out (asm would abort LLVM here)
-    assert codegen.emit_object(codegen.parse(out.text, case.name))
+    assert emit.emit_object(module.parse(out.text, case.name))
     assert inline_asm.rewrite(out.text) == inline_asm.Rewritten(out.text, 0)  # nothing left to do
 
 
@@ -114,10 +114,10 @@ def test_rewritten_asm_matches_assembled_asm_on_cortex_m4(tmp_path):
     assert " asm " in text
     out = inline_asm.rewrite(text)
     assert inline_asm.leftover(out.text) == []
-    mod = codegen.parse(out.text, "asm_forms.ll")
-    codegen.optimize(mod)
+    mod = module.parse(out.text, "asm_forms.ll")
+    transforms.optimize(mod)
     ir_obj = tmp_path / "rewritten.o"
-    ir_obj.write_bytes(codegen.emit_object(mod))
+    ir_obj.write_bytes(emit.emit_object(mod))
 
     want = run_firmware(_link(tmp_path, "assembled", [asm_obj]))
     got = run_firmware(_link(tmp_path, "rewritten", [ir_obj]))

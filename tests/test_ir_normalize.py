@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specializer.optimize import codegen
+from specializer.llvm import module
 from specializer.errors import UserError
 from specializer.capture.normalize import normalize
 from specializer.capture.retarget import retarget
@@ -26,11 +26,11 @@ def test_normalized_ir(case: Path):
     raw = case.read_text()
     with pytest.raises(UserError):  # the raw snippet really is rejected (retarget cases aside)
         if case.name.startswith("normalize_"):
-            codegen.parse(raw, case.name)
+            module.parse(raw, case.name)
         else:
             raise UserError("x86 module: checked through retarget only")
     out = retarget(normalize(raw))
-    printed = str(codegen.parse(out, case.name))  # LLVM 22.1 accepts the result; check it as `opt -S` prints it
+    printed = str(module.parse(out, case.name))  # LLVM 22.1 accepts the result; check it as `opt -S` prints it
     filecheck(case, printed)
 
 

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from specializer.optimize import codegen
 
+from specializer.llvm import module
+from specializer.library import libjit
 from specializer.capture import libcalls
 from specializer.errors import UserError
 from specializer.capture.thunks import LibCall, Scratch, Slice
@@ -117,11 +118,11 @@ def test_transposed_convolution_is_refused_by_name(tmp_path):
 
 
 def test_missing_library_symbol_is_a_link_error_naming_it():
-    mod = codegen.parse('target triple = "thumbv7em-unknown-none-eabihf"\n'
+    mod = module.parse('target triple = "thumbv7em-unknown-none-eabihf"\n'
                         "declare void @libjit_nope(ptr)\ndeclare float @expf(float)\n"
                         "define void @f() {\n  call void @libjit_nope(ptr null)\n  ret void\n}\n", "m.ll")
     with pytest.raises(UserError, match="link error: undefined symbol 'libjit_nope'"):
-        codegen.check_library_symbols(mod)
+        libjit.check_symbols(mod)
 
 
 def test_libcall_scratch_is_sized_by_the_largest_call():

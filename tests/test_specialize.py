@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from specializer.optimize import callsites, codegen, passes, variants, zeroweights
+from specializer.llvm import irtext, module, transforms
+from specializer.optimize import callsites, variants, zeroweights
 from specializer.errors import UserError
 from specializer.optimize.specialize import CodeSizes, specialize
 
@@ -57,11 +58,11 @@ def run_case(case: Path) -> tuple[str, str]:
     spec = variants.specialize_rounds(case.read_text(), o.mode, opts, where=case.name)
     text = spec.text
     if o.constprop or o.constprop_unroll:
-        mod = codegen.parse(text, case.name)
-        passes.constprop(mod, o.unroll_threshold, unroll=o.constprop_unroll)
+        mod = module.parse(text, case.name)
+        transforms.constprop(mod, o.unroll_threshold, unroll=o.constprop_unroll)
         text = str(mod)
     if o.zero_weights:
-        mod, dropped = zeroweights.drop(codegen.parse(text, case.name))
+        mod, dropped = zeroweights.drop(module.parse(text, case.name))
         text = str(mod)
         want = next(ln for ln in case.read_text().splitlines() if ln.startswith("; DROPPED:"))
         assert dropped == int(want.split(":")[1])
@@ -71,7 +72,7 @@ def run_case(case: Path) -> tuple[str, str]:
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
 def test_specialized_ir(case: Path):
     text, log = run_case(case)
-    codegen.parse(text, case.name)  # the result is valid IR
+    module.parse(text, case.name)  # the result is valid IR
     filecheck(case, text, "CHECK")
     if "; LOG" in case.read_text():
         filecheck(case, log, "LOG")
@@ -199,9 +200,9 @@ def test_json_log_lists_every_site():
 def test_internalize_keeps_libcall_targets():
     """llvm.roundeven.f32 becomes a call of roundevenf only in the code generator: its definition
     (libjit provides it) must survive internalize + globaldce; an unused helper must not."""
-    from specializer.optimize import ir
+    from specializer.llvm import module
 
-    mod = ir.parse(HEADER + """
+    mod = module.parse(HEADER + """
 define float @roundevenf(float %x) { ret float %x }
 define void @helper() { ret void }
 define float @run(float %x) {
@@ -210,22 +211,22 @@ define float @run(float %x) {
 }
 declare float @llvm.roundeven.f32(float)
 """, "t.ll")
-    assert passes.internalize(mod, {"run"}) == ["run"]
+    assert transforms.internalize(mod, {"run"}) == ["run"]
     text = str(mod)
     assert "define float @roundevenf(" in text
     assert "@helper" not in text
 
 
 def test_with_sections_gives_every_symbol_its_own_section():
-    text = str(codegen.parse(HEADER + """
+    text = str(module.parse(HEADER + """
 @c = internal constant [2 x i32] [i32 1, i32 2], align 4
 @z = global [8 x i8] zeroinitializer, align 8
 @d = global i32 5
 define void @f() #0 { ret void }
 attributes #0 = { nounwind }
 """, "t.ll"))
-    out = variants.with_sections(text)
-    codegen.parse(out, "t.ll")
+    out = irtext.with_sections(text)
+    module.parse(out, "t.ll")
     assert 'define void @f() #0 section ".text.f" {' in out
     assert '@c = internal constant [2 x i32] [i32 1, i32 2], section ".rodata.c", align 4' in out
     assert '@z = global [8 x i8] zeroinitializer, section ".bss.z", align 8' in out
@@ -317,6 +318,6 @@ def test_relayout(case: Path):
     from specializer.optimize.relayout import relayout
 
     text, notes = relayout(case.read_text())
-    text = str(codegen.parse(text, case.name))  # valid IR, printed the way LLVM prints it
+    text = str(module.parse(text, case.name))  # valid IR, printed the way LLVM prints it
     filecheck(case, text, "CHECK")
     filecheck(case, "\n".join(r.log_line() for r in notes) + "\n", "LOG")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from specializer.llvm import module
 from specializer.capture import cmsis_calls, entry, fminmax, hlo_sites, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
 
-from specializer.optimize import codegen
 from specializer.capture import cmsis_calls_act
 from specializer.errors import UserError
 from specializer.files import write_all
@@ -369,7 +369,8 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False,
     entry_ir = entry.generate(entry_name, thunks, plan, calls)
 
     header = f'target datalayout = "{TARGET.datalayout}"\ntarget triple = "{TARGET.triple}"\n\n'
-    modules = [codegen.parse(f"; ModuleID = '{prefix}'\n" + header + entry_ir, f"{prefix}.entry.ll")]
+    ctx = module.context()  # the modules linked into model.ll share one
+    modules = [module.parse(f"; ModuleID = '{prefix}'\n" + header + entry_ir, f"{prefix}.entry.ll", ctx)]
     sources = _kernel_sources(dump)
     kernel_texts, by_file = [], {}
     for name in _kernels_in(thunks):
@@ -384,11 +385,11 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False,
     runtime_symbols.check(texts, lambda names, base: _op_phrase(dump, [ops.get(n, n) for n in names], base))
     for (path, _), text in zip(by_file.items(), texts.values()):
         kernel_texts.append(text)
-        modules.append(codegen.parse(text, path.name))
+        modules.append(module.parse(text, path.name, ctx))
     wrappers = intrinsics.vector_wrappers("\n".join(kernel_texts))
     if wrappers:
-        modules.append(codegen.parse(header + wrappers, "xla_vector_math.ll"))
-    linked = codegen.link(modules)
+        modules.append(module.parse(header + wrappers, "xla_vector_math.ll", ctx))
+    linked = module.link(modules)
     linked.name = prefix
 
     def tensor(name, arr, sym, off=0, data=True):

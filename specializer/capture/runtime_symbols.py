@@ -109,9 +109,9 @@ def _newlib_symbols() -> frozenset[str]:
 
 @lru_cache(maxsize=None)
 def _libjit_symbols() -> frozenset[str]:
-    from specializer.optimize import codegen
+    from specializer.llvm import module
     from specializer.library import libjit
-    mod = codegen.parse_bitcode(libjit.build().bitcode)
+    mod = module.parse_bitcode(libjit.build().bitcode)
     return frozenset(f.name for f in mod.functions if not f.is_declaration)
 
 

@@ -126,3 +126,15 @@ def _run(cmd: list[str], what: str) -> None:
         lines = r.stderr.strip().splitlines() or ["(no output)"]
         first = next((ln for ln in lines if "error" in ln), lines[0])
         raise UserError(f"libjit: {what} failed: {first}")
+
+
+# Symbols only the kernel library can provide (everything else undefined comes from libc/libm).
+LIBRARY_PREFIXES = ("libjit_", "xla.", "arm_")
+
+
+def check_symbols(mod) -> None:
+    """After linking with the libjit bitcode: a kernel the model calls but the library lacks is a
+    link error naming the symbol (not a late 'undefined reference' from the final link)."""
+    for f in mod.functions:
+        if f.is_declaration and f.name.startswith(LIBRARY_PREFIXES) and not f.name.startswith("llvm."):
+            raise UserError(f"link error: undefined symbol '{f.name}': the libjit bitcode does not define it")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from specializer.optimize.ir import define_name, unquote
+from specializer.llvm.irtext import define_name, unquote
 
 KIND = "specializer.call"
 _TAG = re.compile(r", !specializer\.call !(\d+)")

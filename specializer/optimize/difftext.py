@@ -30,8 +30,8 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from specializer.optimize import ir
-from specializer.optimize.ir import unquote as _unquote
+from specializer.llvm import module
+from specializer.llvm.irtext import unquote as _unquote
 
 SUMMARY_BYTES = 256  # a global initializer larger than this is summarized, not printed
 HEADER = ("; diff-oriented text (specializer/optimize/difftext.py): for reading and diffing, not for parsing back.\n"
@@ -255,7 +255,7 @@ def _pieces(text: str):
 def render(text: str, where: str = "module.ll", notes: dict[str, list[str]] | None = None) -> DiffText:
     """The diff-oriented text of the module `text`. notes: function name -> comment lines
     (without '; ') put above its definition."""
-    return render_module(ir.parse(text, where), notes)
+    return render_module(module.parse(text, where), notes)
 
 
 def render_module(mod: llvm.ModuleRef, notes: dict[str, list[str]] | None = None) -> DiffText:

@@ -30,7 +30,8 @@ from typing import ClassVar
 
 import llvmlite.binding as llvm
 
-from specializer.optimize import bufalias, callsites, ir, passes, relayout, variants, zeroweights
+from specializer.llvm import module, transforms
+from specializer.optimize import bufalias, callsites, relayout, variants, zeroweights
 
 from specializer.library import cmsis
 from specializer.errors import UserError
@@ -72,7 +73,7 @@ class State:
 
     def as_module(self) -> llvm.ModuleRef:
         if self.module is None:
-            self.module = ir.parse(self.text, self.where)
+            self.module = module.parse(self.text, self.where)
             self.module.name = self.name
             self.text = None
         return self.module
@@ -193,12 +194,12 @@ class Bufalias(Pass):
 class Constprop(Pass):
     name = "constprop"
     summary = ("IPSCCP, always-inliner (the clones' calls), SROA, SCCP, InstCombine, SimplifyCFG, GlobalOpt, "
-               "GlobalDCE (passes.constprop)")
+               "GlobalDCE (transforms.constprop)")
     unroll_threshold: int | None = option(None, _THRESHOLD_HELP, "int", none="llvm", minimum=0)
     unroll: bool = option(False, "also rotate and unroll loops here (--pre-unroll)", "bool")
 
     def run(self, state: State) -> None:
-        passes.constprop(state.as_module(), self.unroll_threshold, self.unroll)
+        transforms.constprop(state.as_module(), self.unroll_threshold, self.unroll)
 
 
 @dataclass(frozen=True)
@@ -208,17 +209,17 @@ class O2(Pass):
     unroll_threshold: int | None = option(None, _THRESHOLD_HELP, "int", none="llvm", minimum=0)
 
     def run(self, state: State) -> None:
-        passes.optimize(state.as_module(), self.unroll_threshold)
+        transforms.optimize(state.as_module(), self.unroll_threshold)
 
 
 @dataclass(frozen=True)
 class LlvmFuncspec(Pass):
     name = "llvm-funcspec"
     summary = ("O2 with LLVM's FunctionSpecialization forced on in its IPSCCP: "
-               + ", ".join(f"-{k}={v}" for k, v in passes.FUNCSPEC_FORCED.items()))
+               + ", ".join(f"-{k}={v}" for k, v in transforms.FUNCSPEC_FORCED.items()))
 
     def run(self, state: State) -> None:
-        passes.optimize(state.as_module(), funcspec=True)
+        transforms.optimize(state.as_module(), funcspec=True)
 
 
 @dataclass(frozen=True)
@@ -236,10 +237,10 @@ class Zeroweights(Pass):
 @dataclass(frozen=True)
 class Cleanup(Pass):
     name = "cleanup"
-    summary = "InstCombine, DCE, SimplifyCFG (passes.cleanup)"
+    summary = "InstCombine, DCE, SimplifyCFG (transforms.cleanup)"
 
     def run(self, state: State) -> None:
-        passes.cleanup(state.as_module())
+        transforms.cleanup(state.as_module())
 
 
 PASSES: dict[str, type[Pass]] = {p.name: p for p in (Relayout, Link, Specialize, Bufalias, Constprop, O2,
@@ -363,7 +364,7 @@ def parse(text: str) -> tuple[Pass, ...]:
 
 
 def check(pipeline) -> None:
-    """Model passes, then at most one `link`, then module passes."""
+    """Model passes, then at most one `link`, then module transforms."""
     links = [i for i, p in enumerate(pipeline) if p.stage == LINK]
     if len(links) > 1:
         raise UserError("pass pipeline: 'link' appears more than once")

@@ -36,7 +36,7 @@ import numpy as np
 
 from specializer.library.cmsis_api import FUNCTIONS
 from specializer.optimize import callsites
-from specializer.optimize.ir import quote, unquote as _unquote
+from specializer.llvm.irtext import quote, unquote as _unquote
 from specializer.optimize.specialize import direct_calls
 
 MAX_DENSITY = 0.35

@@ -43,8 +43,9 @@ from typing import Callable
 
 import llvmlite.binding as llvm
 
-from specializer.optimize import callsites, constdata, ir
-from specializer.optimize.ir import quote, unquote as _unquote
+from specializer.llvm import irtext, module
+from specializer.optimize import callsites, constdata
+from specializer.llvm.irtext import quote, unquote as _unquote
 from specializer.errors import UserError
 
 MODES = ("dims", "all-args")
@@ -335,7 +336,7 @@ def _function_lines(lines: list[str]) -> dict[str, tuple[int, int]]:
     spans, i = {}, 0
     while i < len(lines):
         if lines[i].startswith("define "):
-            name = ir.define_name(lines[i])
+            name = irtext.define_name(lines[i])
             j = i
             while lines[j] != "}":
                 j += 1
@@ -349,7 +350,7 @@ class _Module:
     """The module as text lines plus llvmlite's view of it."""
 
     def __init__(self, text: str, where: str):
-        self.mod = ir.parse(text, where)
+        self.mod = module.parse(text, where)
         self.text = str(self.mod)
         self.lines = self.text.split("\n")
         self.spans = _function_lines(self.lines)
@@ -369,7 +370,7 @@ class _Module:
     def sizeof(self, ty: str) -> int:
         """ABI size of a type written as in this module (named struct types included)."""
         if ty not in self._sizes:
-            probe = ir.parse(f"{self.type_defs}\n@probe = external global {ty}\n", "type probe")
+            probe = module.parse(f"{self.type_defs}\n@probe = external global {ty}\n", "type probe")
             self._sizes[ty] = self.td.get_abi_size(probe.get_global_variable("probe").global_value_type)
         return self._sizes[ty]
 
@@ -648,12 +649,12 @@ def _apply(m: _Module, clones: list[_Clone], where: str) -> str:
             lines[call.line] = _rewrite_call(lines[call.line], call, c.name)
     text = ("\n".join(lines) + "\n" + "".join(_data_globals(c) for c in clones)
             + "\n".join(_clone_text(m, c) for c in clones))
-    return str(ir.parse(text, where))
+    return str(module.parse(text, where))
 
 
 def _scratch(text: str, clones: list[_Clone], where: str) -> str:
     """The module for measuring sizes: clones out of line, specialized callees unspecialized."""
-    mod = ir.parse(text, where)
+    mod = module.parse(text, where)
     for c in clones:
         mod.get_function(c.name).add_function_attribute("noinline")
     for callee in dict.fromkeys(c.callee for c in clones):

@@ -44,20 +44,19 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import llvmlite.binding as llvm
 from elftools.elf.elffile import ELFFile
 
-from specializer.optimize import codegen, difftext, ir, passes
+from specializer.llvm import emit, irtext, module, transforms
+from specializer.optimize import difftext
 
 from specializer.library import libjit
 from specializer.errors import UserError
 from specializer.inputs import Model
 from specializer.target import TARGET
-from specializer.optimize.ir import quote
 from specializer.optimize.specialize import CodeSizes, Specialized, merge, specialize
 
 VARIANTS = ("separate", "lto", "llvm-funcspec", "dims", "all-args")
@@ -100,7 +99,7 @@ class Options:
     # measured (-S, bundle) use `unroll_threshold`.
     unroll_candidates: tuple = DEFAULT_UNROLL_CANDIDATES
     rounds: int = DEFAULT_ROUNDS  # specialization rounds, constprop between them; stops early at no new clone
-    pre_unroll: bool = False  # unroll loops in the constprop step too, not only in O2 (passes.constprop)
+    pre_unroll: bool = False  # unroll loops in the constprop step too, not only in O2 (transforms.constprop)
     flash_budget: int | None = DEFAULT_FLASH_BUDGET  # code + data bytes the specialized build may take
     # all-args: the model's calls (callsites.py numbers) specialized by dims' rule and left out of
     # relayout, where measurement found the shape-only clone faster (compare.py chooses them)
@@ -127,85 +126,20 @@ def _write_ir(path: Path, text: str, spec: Specialized | None = None) -> Path:
 
 
 def _library(ctx=None) -> llvm.ModuleRef:
-    return ir.parse_bitcode(libjit.build().bitcode, ctx)
+    return module.parse_bitcode(libjit.build().bitcode, ctx)
 
 
 def linked(model: Model, text: str | None = None) -> llvm.ModuleRef:
     """model (or `text` in its place) + libjit in one module (one fresh LLVM context),
     internalized, dead code dropped."""
-    ctx = ir.context()
-    mod = codegen.link([ir.parse(model.text if text is None else text, str(model.path), ctx), _library(ctx)])
-    codegen.check_library_symbols(mod)
-    found = passes.internalize(mod, model.keep)
+    ctx = module.context()
+    mod = module.link([module.parse(model.text if text is None else text, str(model.path), ctx), _library(ctx)])
+    libjit.check_symbols(mod)
+    found = transforms.internalize(mod, model.keep)
     missing = [e for e in model.entries if e not in found]
     if missing:
         raise UserError(f"{model.path}: no entry point: '{missing[0]}' is not defined after linking")
     return mod
-
-
-# --------------------------------------------------------------------------- sections
-
-
-_DEFINE_TAIL = re.compile(r"^((?: (?:local_)?unnamed_addr)?(?: addrspace\(\d+\))?(?: #\d+)?)")
-_GLOBAL_TAIL = re.compile(r"(?:, align \d+)?(?:, ![-\w.]+ !\d+)*(?: #\d+)?$")
-_GLOBAL_DEF = re.compile(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+) = (?:[a-z_]+ )*(global|constant) ')
-
-
-def with_sections(text: str, data: bool = True) -> str:
-    """Each function (and with `data`, each global variable) in a section of its own (.text.<f>,
-    .rodata.<g>, ...).
-
-    llvmlite's TargetMachine has no -ffunction-sections switch, so the sections are named in
-    the IR; GNU ld's --gc-sections then drops whatever the entry points do not reach."""
-    out = []
-    for line in text.split("\n"):
-        if line.startswith("define ") and " section \"" not in line:
-            name = _name_of_define(line)
-            at = _args_end(line, line.index(quote(name) + "(") + len(quote(name)))
-            tail = _DEFINE_TAIL.match(line[at:]).end() + at
-            line = line[:tail] + f' section ".text.{_plain(name)}"' + line[tail:]
-        elif data:
-            m = _GLOBAL_DEF.match(line)
-            if m and ", section \"" not in line:
-                name = m.group(1).strip('"')
-                if m.group(2) == "constant":
-                    kind = ".rodata"
-                else:
-                    kind = ".bss" if _zero_initialized(line, m.end()) else ".data"
-                tail = _GLOBAL_TAIL.search(line).start()
-                line = line[:tail] + f', section "{kind}.{_plain(name)}"' + line[tail:]
-        out.append(line)
-    return "\n".join(out)
-
-
-def _zero_initialized(line: str, type_at: int) -> bool:
-    if line[type_at] in "[{<":
-        end = _args_end(line, type_at)
-    else:
-        end = line.index(" ", type_at)
-    return line[end:].startswith(" zeroinitializer")
-
-
-def _plain(name: str) -> str:
-    return re.sub(r'[^-\w.$]', "_", name)
-
-
-def _name_of_define(line: str) -> str:
-    m = re.search(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)\(', line)
-    ref = m.group(1)
-    return ref[1:-1] if ref.startswith('"') else ref
-
-
-def _args_end(line: str, open_paren: int) -> int:
-    depth = 0
-    for i in range(open_paren, len(line)):
-        if line[i] in "([{<":
-            depth += 1
-        elif line[i] in ")]}>":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    raise ValueError(line)
 
 
 # libjit.o by the library bitcode's digest: `separate` compiles the same library for every
@@ -218,7 +152,7 @@ def _library_object(path: Path) -> Path:
     key = hashlib.sha256(Path(bitcode).read_bytes()).hexdigest()
     if key not in _LIBRARY_OBJECTS:
         lib = _library()
-        passes.optimize(lib)
+        transforms.optimize(lib)
         _LIBRARY_OBJECTS[key] = _emit(lib, path, data_sections=True).read_bytes()
     path.write_bytes(_LIBRARY_OBJECTS[key])
     return path
@@ -226,8 +160,8 @@ def _library_object(path: Path) -> Path:
 
 def _emit(mod, path: Path, data_sections: bool = False) -> Path:
     """The object, with a section per function (and per global with `data_sections`)."""
-    mod = ir.parse(with_sections(str(mod), data_sections), path.name)
-    path.write_bytes(codegen.emit_object(mod))
+    mod = module.parse(irtext.with_sections(str(mod), data_sections), path.name)
+    path.write_bytes(emit.emit_object(mod))
     return path
 
 
@@ -237,9 +171,9 @@ def _emit(mod, path: Path, data_sections: bool = False) -> Path:
 def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = False) -> CodeSizes:
     """Code bytes and direct calls of every function of `text` after the specializing variants'
     optimization pipeline (the sizes the budget compares)."""
-    mod = ir.parse(text, "scratch.ll")
-    passes.constprop(mod, threshold, pre_unroll)
-    passes.optimize(mod, threshold)
+    mod = module.parse(text, "scratch.ll")
+    transforms.constprop(mod, threshold, pre_unroll)
+    transforms.optimize(mod, threshold)
     calls = {}
     for f in mod.functions:
         if f.is_declaration:
@@ -252,7 +186,7 @@ def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = False
                     if target.value_kind == llvm.ValueKind.function:
                         callees.add(target.name)
         calls[f.name] = sorted(callees)
-    elf = ELFFile(io.BytesIO(codegen.emit_object(mod)))
+    elf = ELFFile(io.BytesIO(emit.emit_object(mod)))
     sizes, data = {}, 0
     for s in elf.get_section_by_name(".symtab").iter_symbols():
         if s["st_info"]["type"] == "STT_FUNC":
@@ -278,8 +212,8 @@ def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | Non
     dims_callers: frozenset = frozenset()
     for r in range(1, max(1, options.rounds) + 1):
         if rounds:
-            mod = ir.parse(text, where)
-            passes.constprop(mod, threshold, options.pre_unroll)
+            mod = module.parse(text, where)
+            transforms.constprop(mod, threshold, options.pre_unroll)
             text = str(mod)
         number = sum(len(x.sites) for x in rounds) + 1
         spec = specialize(text, mode, max_growth=options.max_growth, flash_budget=options.flash_budget,

@@ -71,11 +71,12 @@ def fold(text: str) -> tuple[str, int]:
 def drop(mod):
     """`mod` (optimized) with its zero-weight multiply-adds gone, and how many: the fold, then
     InstCombine and DCE to turn `fadd %acc, -0.0` into %acc and the multiplies into nothing."""
-    from specializer.optimize import ir, passes
+    from specializer.llvm import module
+    from specializer.llvm import transforms
 
     text, dropped = fold(str(mod))
     if not dropped:
         return mod, 0
-    mod = ir.parse(text, "optimized.ll")
-    passes.cleanup(mod)
+    mod = module.parse(text, "optimized.ll")
+    transforms.cleanup(mod)
     return mod, dropped

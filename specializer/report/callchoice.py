@@ -22,7 +22,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from specializer.optimize import callsites, ir
+from specializer.llvm import irtext
+from specializer.optimize import callsites
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def call_costs(specialized: str, optimized: str, profile: list[dict]) -> dict[in
         memo[f] = t
         return t
 
-    defined = set(ir.defined(optimized))
+    defined = set(irtext.defined(optimized))
     out: dict[int, CallCost] = {}
     for _, callee, n in callsites.calls(specialized):
         if n is None:

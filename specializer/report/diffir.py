@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from specializer.optimize import codegen, difftext, ir
+from specializer.llvm import module, read
+from specializer.optimize import difftext
 
-from specializer import irtext
 from specializer.errors import UserError
 
 STAGES = ("linked", "specialized", "optimized")
@@ -80,8 +80,8 @@ def notes_for(ll: Path) -> dict:
 
 def load(path: Path, stage: str = "optimized") -> difftext.DiffText:
     ll = resolve(path, stage)
-    text = irtext.read(ll)
-    mod = codegen.parse_input(text, str(ll), ir.context(), scan=False)  # a parser crash is one line too
+    text = read.read(ll)
+    mod = module.parse_input(text, str(ll), scan=False)  # a parser crash is one line too
     return difftext.render_module(mod, notes_for(ll))
 
 

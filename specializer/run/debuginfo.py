@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from specializer.optimize.ir import define_name, unquote as _unquote
+from specializer.llvm.irtext import define_name, unquote as _unquote
 
 _CALLEE = re.compile(r'\bcall [^@]*@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(')
 _META_ID = re.compile(r"!(\d+)\b")

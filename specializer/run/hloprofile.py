@@ -239,7 +239,7 @@ def profile_model(model_ll: Path, workdir: Path, timeout: float = 120, mca: bool
     """The lto build of a captured model with line-table debug info, run on QEMU: the run's row
     (the same figures as without debug info: the code is the same) and the profile rows, also
     written to workdir/profile.txt and profile.json."""
-    from specializer.optimize import ir
+    from specializer.llvm import irtext
     from specializer.run import debuginfo, mca as mca_mod, measure
     from specializer.capture import hlo_sites
     from specializer.optimize import variants
@@ -251,7 +251,7 @@ def profile_model(model_ll: Path, workdir: Path, timeout: float = 120, mca: bool
     lines: dict = {}
 
     def annotate(text: str) -> str:
-        out, lines["sites"], lines["of_fn"] = debuginfo.attach(text, ir.defined(model.text),
+        out, lines["sites"], lines["of_fn"] = debuginfo.attach(text, irtext.defined(model.text),
                                                                model.manifest.entry, hlo.calls if hlo else (), file_name)
         return out
 

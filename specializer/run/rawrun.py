@@ -17,7 +17,8 @@ from typing import Callable
 
 import llvmlite.binding as llvm
 
-from specializer.optimize import codegen, ir, variants
+from specializer.llvm import emit, module
+from specializer.optimize import variants
 
 from specializer.run import cycles, faults, firmware, measure, qemu, staticcheck
 from specializer.errors import UserError
@@ -75,7 +76,7 @@ def _describe(f) -> str:
 
 def find_entry(model: Model, name: str) -> Entry:
     """The function `name` of the module, if run can call it; else one line saying why."""
-    mod = ir.parse(model.text, str(model.path))
+    mod = module.parse(model.text, str(model.path))
     defined = [f for f in mod.functions if not f.is_declaration and not f.name.startswith("llvm.")]
     f = next((f for f in defined if f.name == name), None)
     if f is None:
@@ -143,7 +144,7 @@ def run_entry(model: Model, name: str, workdir: Path, method: str = "plugin", ti
     fw = firmware.build_with(list(b.objects), firmware.entry_io_source(name, ticks), name, workdir)
     fp = firmware.footprint(list(b.objects), [name], workdir)
     lay = faults.layout(fw.elf)
-    asm = codegen.emit_assembly(ir.parse((workdir / "optimized.ll").read_text(), "optimized.ll"))
+    asm = emit.emit_assembly(module.parse((workdir / "optimized.ll").read_text(), "optimized.ll"))
     for w in staticcheck.large_frames(asm, lay.stack[1] - lay.stack[0], str(model.path)):
         warn(w)
     try:

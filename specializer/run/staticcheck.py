@@ -16,7 +16,8 @@ import re
 
 import llvmlite.binding as llvm
 
-from specializer.optimize import ir
+from specializer.llvm import module
+
 
 _ACCESS = {"load": 0, "store": 1, "atomicrmw": 0, "cmpxchg": 0}  # opcode -> pointer operand
 _NULL_BASED = re.compile(r"^ptr (null|.*\(.*\bptr null\b.*\)|inttoptr \(i\d+ 0 to ptr\))$")
@@ -40,7 +41,7 @@ def _reached(mod, entry: str) -> list:
 def null_accesses(text: str, where: str, entry: str) -> list[str]:
     """One warning per load/store, in the functions `entry` reaches, whose address is a constant
     null (or null plus a constant)."""
-    mod = ir.parse(text, where, ir.context())
+    mod = module.parse(text, where, module.context())
     lines = text.split("\n")
     out = []
     for f in _reached(mod, entry):

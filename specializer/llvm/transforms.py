@@ -1,4 +1,4 @@
-"""llvmlite new-pass-manager pipelines: internalize, constant propagation + unrolling, O2.
+"""LLVM pass pipelines (llvmlite's new pass manager): internalize, constant propagation + unrolling, O2.
 
 The stages a specialized build goes through (see variants.py for the order):
 
@@ -32,10 +32,10 @@ from contextlib import contextmanager
 
 import llvmlite.binding as llvm
 
-from specializer.optimize import codegen
+from specializer.llvm import emit, options
 
 # LLVM's loop unroll threshold at O2 (UnrollThresholdDefault in LoopUnrollPass.cpp).
-DEFAULT_UNROLL_THRESHOLD = 150
+DEFAULT_UNROLL_THRESHOLD = int(options.DEFAULTS["unroll-threshold"])
 
 _KEEP_LINKAGES = {llvm.Linkage.internal, llvm.Linkage.private, llvm.Linkage.appending}
 
@@ -58,8 +58,6 @@ LIBCALLS = frozenset(
 # like the unroll threshold, so they are set for one pipeline and put back to LLVM 22's defaults.
 FUNCSPEC_FORCED = {"force-specialization": "true", "funcspec-for-literal-constant": "true",
                    "funcspec-on-address": "true", "funcspec-max-clones": "16"}
-FUNCSPEC_DEFAULTS = {"force-specialization": "false", "funcspec-for-literal-constant": "true",
-                     "funcspec-on-address": "false", "funcspec-max-clones": "3"}
 
 
 def _libcall(name: str) -> bool:
@@ -74,11 +72,8 @@ def unroll_threshold(threshold: int | None):
         return
     if threshold < 0:
         raise ValueError("unroll threshold must be >= 0")
-    llvm.set_option("", f"-unroll-threshold={int(threshold)}")
-    try:
+    with options.scoped({"unroll-threshold": str(int(threshold))}):
         yield
-    finally:
-        llvm.set_option("", f"-unroll-threshold={DEFAULT_UNROLL_THRESHOLD}")
 
 
 @contextmanager
@@ -87,17 +82,12 @@ def llvm_funcspec(forced: bool):
     if not forced:
         yield
         return
-    for k, v in FUNCSPEC_FORCED.items():
-        llvm.set_option("", f"-{k}={v}")
-    try:
+    with options.scoped(FUNCSPEC_FORCED):
         yield
-    finally:
-        for k, v in FUNCSPEC_DEFAULTS.items():
-            llvm.set_option("", f"-{k}={v}")
 
 
 def _run(mod: llvm.ModuleRef, add_passes, tm: llvm.TargetMachine | None = None) -> None:
-    tm = tm or codegen.target_machine()
+    tm = tm or emit.target_machine()
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
     pm = llvm.create_new_module_pass_manager()
     add_passes(pm)
@@ -161,8 +151,10 @@ def optimize(mod: llvm.ModuleRef, threshold: int | None = None,
              tm: llvm.TargetMachine | None = None, funcspec: bool = False) -> None:
     """LLVM's standard O2 module pipeline (with the given unroll threshold; with `funcspec`, its
     FunctionSpecialization forced on)."""
+    tm = tm or emit.target_machine(2)
     with unroll_threshold(threshold), llvm_funcspec(funcspec):
-        codegen.optimize(mod, 2, tm)
+        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
+        pb.getModulePassManager().run(mod, pb)
 
 
 def cleanup(mod: llvm.ModuleRef) -> None:
