@@ -586,16 +586,18 @@ def _opt(argv: list[str]) -> int:
     a = p.parse_args(argv)
     from specializer import files, inputs
     from specializer.capture.manifest import Manifest
+    from specializer.optimize.state import BuildContext, BuildState
     from specializer.optimize.variants import Optimized
 
     steps = pipeline.parse(a.passes)  # a bad pipeline is reported before any input is read
     path = Path(a.input)
     model = inputs.load(path)
     if pipeline.needs_model(steps) or model.manifest is not None:  # named by its file, as a build does
-        state = pipeline.State.of_model(model)
+        # the one place `opt` reads the environment: which CMSIS-NN the kernel library is built with
+        state = BuildState.of_model(model, BuildContext.default() if pipeline.needs_model(steps) else None)
     else:  # any other module keeps its ID (a build's linked.ll: the model's), so the output is the build's
         m = re.match(r"; ModuleID = '([^'\n]*)'", model.text)
-        state = pipeline.State(m.group(1) if m else path.name, str(path), model.text, shapes=dict(model.shapes))
+        state = BuildState(m.group(1) if m else path.name, str(path), model.text, shapes=dict(model.shapes))
     if a.manifest:
         state.shapes = inputs.tensor_shapes(Manifest.load(Path(a.manifest)))
     s = pipeline.run(steps, state)

@@ -135,3 +135,23 @@ def test_opt_on_linked_ll_reproduces_optimized_ll(captured, tmp_path):
     r = cli("opt", "-p", "link,O2", tmp_path / "lto" / "linked.ll")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "linked.ll: already linked (it defines libjit's kernels): run only the steps after 'link'" in r.stderr
+
+
+def test_pipeline_text_and_context_determine_the_module(captured, monkeypatch):
+    """Passes read the kernel library and the CMSIS-NN from the context they are given, never from
+    the environment: with a context in hand, a $SPECIALIZER_CMSIS_NN naming no checkout (which
+    cmsis.cmsis_nn() refuses) changes nothing."""
+    from specializer.optimize.state import BuildContext, BuildState
+
+    model = inputs.load(captured("mlp").model_ll)
+    context = BuildContext.default()
+    text = pipeline.to_text(variants.pipeline_for("all-args", variants.Options(unroll_threshold=1000)))
+
+    def optimized() -> str:
+        return pipeline.run(pipeline.parse(text), BuildState.of_model(model, context)).as_text()
+
+    want = optimized()
+    monkeypatch.setenv("SPECIALIZER_CMSIS_NN", "/nonexistent/cmsis-nn")
+    with pytest.raises(UserError):
+        BuildContext.default()  # the environment alone would now fail the build
+    assert optimized() == want

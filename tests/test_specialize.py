@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from specializer.llvm import irtext, module, transforms
+from specializer.optimize.rounds import Specialize, specialize_rounds
 from specializer.optimize import callsites, variants, zeroweights
 from specializer.errors import UserError
 from specializer.optimize.specialize import CodeSizes, specialize
@@ -53,9 +54,9 @@ def case_options(case: Path) -> argparse.Namespace:
 
 def run_case(case: Path) -> tuple[str, str]:
     o = case_options(case)
-    opts = variants.Options(max_growth=o.max_growth, unroll_threshold=o.unroll_threshold, rounds=o.rounds,
-                            flash_budget=o.flash_budget, shape_only=o.shape_only)
-    spec = variants.specialize_rounds(case.read_text(), o.mode, opts, where=case.name)
+    opts = Specialize(mode=o.mode, max_growth=o.max_growth, unroll_threshold=o.unroll_threshold, rounds=o.rounds,
+                      flash_budget=o.flash_budget, shape_only=o.shape_only)
+    spec = specialize_rounds(case.read_text(), opts, where=case.name)
     text = spec.text
     if o.constprop or o.constprop_unroll:
         mod = module.parse(text, case.name)
@@ -117,7 +118,7 @@ define i32 @run() {
 
 
 def test_round_two_specializes_what_round_one_made_constant():
-    spec = variants.specialize_rounds(MODULE, "all-args", variants.Options(max_growth=None, rounds=3))
+    spec = specialize_rounds(MODULE, Specialize(mode="all-args", max_growth=None, rounds=3))
     log = spec.log_text()
     # round 1: the call in @run; round 2: @inner's call, constant only once @outer's clone has
     # the constants in its body
@@ -128,7 +129,7 @@ def test_round_two_specializes_what_round_one_made_constant():
 
 
 def test_clone_names_are_not_reused_across_rounds():
-    spec = variants.specialize_rounds(MODULE, "dims", variants.Options(max_growth=None, rounds=3))
+    spec = specialize_rounds(MODULE, Specialize(mode="dims", max_growth=None, rounds=3))
     assert len(spec.clones) == len(set(spec.clones))
 
 

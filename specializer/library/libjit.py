@@ -62,11 +62,12 @@ def compile_flags(src_dir: Path, nn: cmsis.CmsisNN, dsp: Path) -> list[str]:
     return CFLAGS + defines + [f"-I{d}" for d in _includes(src_dir, nn, dsp)] + _newlib_include()
 
 
-def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None) -> Library:
-    """Compile the kernel sources to bitcode and link them into one module (cached)."""
+def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None, nn: cmsis.CmsisNN | None = None) -> Library:
+    """Compile the kernel sources to bitcode and link them into one module (cached); against `nn`,
+    else the CMSIS-NN `cmsis_nn_path` (or $SPECIALIZER_CMSIS_NN) names."""
     src_dir = src_dir or shipped("libkernels")
     dsp = cmsis.cmsis_dsp()
-    nn = cmsis.cmsis_nn(cmsis_nn_path)
+    nn = nn or cmsis.cmsis_nn(cmsis_nn_path)
     own = sorted(src_dir.glob("*.c"))
     sources = tuple(own + _dsp_sources(dsp, src_dir) + list(nn.sources))
     clang = find_tool("clang-19")

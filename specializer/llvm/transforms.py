@@ -29,10 +29,12 @@ would be the alternative; it needs no global state but has to be attached to eve
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
 from specializer.llvm import emit, options
+from specializer.llvm.passes import THRESHOLD_HELP, ModuleState, Pass, option
 
 # LLVM's loop unroll threshold at O2 (UnrollThresholdDefault in LoopUnrollPass.cpp).
 DEFAULT_UNROLL_THRESHOLD = int(options.DEFAULTS["unroll-threshold"])
@@ -165,3 +167,47 @@ def cleanup(mod: llvm.ModuleRef) -> None:
         pm.add_simplify_cfg_pass()
 
     _run(mod, add)
+
+
+# --------------------------------------------------------------------------- as pipeline passes
+
+
+@dataclass(frozen=True)
+class Constprop(Pass):
+    name = "constprop"
+    summary = ("IPSCCP, always-inliner (the clones' calls), SROA, SCCP, InstCombine, SimplifyCFG, GlobalOpt, "
+               "GlobalDCE (transforms.constprop)")
+    unroll_threshold: int | None = option(None, THRESHOLD_HELP, "int", none="llvm", minimum=0)
+    unroll: bool = option(False, "also rotate and unroll loops here (--pre-unroll)", "bool")
+
+    def run(self, state: ModuleState) -> None:
+        constprop(state.as_module(), self.unroll_threshold, self.unroll)
+
+
+@dataclass(frozen=True)
+class O2(Pass):
+    name = "O2"
+    summary = "LLVM's standard O2 module pipeline"
+    unroll_threshold: int | None = option(None, THRESHOLD_HELP, "int", none="llvm", minimum=0)
+
+    def run(self, state: ModuleState) -> None:
+        optimize(state.as_module(), self.unroll_threshold)
+
+
+@dataclass(frozen=True)
+class LlvmFuncspec(Pass):
+    name = "llvm-funcspec"
+    summary = ("O2 with LLVM's FunctionSpecialization forced on in its IPSCCP: "
+               + ", ".join(f"-{k}={v}" for k, v in FUNCSPEC_FORCED.items()))
+
+    def run(self, state: ModuleState) -> None:
+        optimize(state.as_module(), funcspec=True)
+
+
+@dataclass(frozen=True)
+class Cleanup(Pass):
+    name = "cleanup"
+    summary = "InstCombine, DCE, SimplifyCFG (transforms.cleanup)"
+
+    def run(self, state: ModuleState) -> None:
+        cleanup(state.as_module())

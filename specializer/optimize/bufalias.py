@@ -16,6 +16,10 @@ rewritten; weights are globals of their own. Text in, text out.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+from specializer.llvm.passes import Pass
+from specializer.optimize.state import BuildState
 
 MIN_OFFSET = 4096  # below this, the offset fits an LDR/STR immediate
 _GEP = re.compile(r"getelementptr (?:inbounds )?(?:nuw )?\(i8, ptr @([-\w.$]+), i32 (\d+)\)")
@@ -45,3 +49,14 @@ def rewrite(text: str) -> tuple[str, list[str]]:
     if not aliases:
         return text, []
     return out.rstrip("\n") + "\n\n" + "\n".join(aliases[k] for k in sorted(aliases)) + "\n", sorted(aliases)
+
+
+@dataclass(frozen=True)
+class Bufalias(Pass):
+    name = "bufalias"
+    summary = "a constant address 4096 bytes or more into a buffer becomes an alias of its own (bufalias.py)"
+
+    def run(self, state: BuildState) -> None:
+        text, aliases = rewrite(state.as_text())
+        state.set_text(text)
+        state.aliases += tuple(aliases)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from specializer.llvm.irtext import define_name, unquote
+from specializer.llvm.passes import option
 
 KIND = "specializer.call"
 _TAG = re.compile(r", !specializer\.call !(\d+)")
@@ -83,3 +84,12 @@ def parse_set(text: str) -> frozenset:
 
 def format_set(calls) -> str:
     return "+".join(str(n) for n in sorted(calls))
+
+
+_SHAPE_ONLY_HELP = ("the model's calls (numbers as `call N` in the specialization log, joined by +) that all-args "
+                    "{what}: where measurement found the shape-only clone faster")
+
+
+def calls_option(what: str):
+    """A pass option holding a set of call numbers (`shape-only`)."""
+    return option(frozenset(), _SHAPE_ONLY_HELP.format(what=what), "calls", none="none")

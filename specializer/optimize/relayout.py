@@ -35,7 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from specializer.library.cmsis_api import FUNCTIONS
+from specializer.llvm.passes import MODEL, Pass
 from specializer.optimize import callsites
+from specializer.optimize.callsites import calls_option
+from specializer.optimize.state import BuildState
 from specializer.llvm.irtext import quote, unquote as _unquote
 from specializer.optimize.specialize import direct_calls
 
@@ -229,3 +232,20 @@ def _decide(name: str, line: str, k: int, n: int, rt: int, out: list[str]) -> Re
     out.append(_array(name + ".csc.row", "i16", [f"i16 {_i16(r)}" for r in rows]))
     out.append(_array(name + ".csc.start", "i16", [f"i16 {_i16(s)}" for s in start]))
     return Relayout(name, CSC_KERNEL, (k, n), nnz, dense, 4 * nnz + 2 * nnz + 2 * (n + 1))
+
+
+@dataclass(frozen=True)
+class RelayoutPass(Pass):
+    name = "relayout"
+    stage = MODEL
+    summary = ("constant weights re-laid out for the kernel that reads them: a pruned dense layer's weight "
+               "as compressed sparse columns for libjit_vecmat_csc_f32; an int8 conv with constant "
+               "per-channel parameters on the shim's unrolled conv (relayout.py); numbers the model's calls "
+               "first (callsites.py)")
+    shape_only: frozenset = calls_option("leaves alone")
+
+    def run(self, state: BuildState) -> None:
+        text = callsites.number(state.as_text())
+        text, notes = relayout(text, state.context.cmsis_nn.kind == "shim", self.shape_only)
+        state.set_text(text)
+        state.relaid += tuple(notes)

@@ -33,35 +33,47 @@ optimized.ll; pipeline.py), and `specialization.log` / `specialization.json`, an
 `.ll` its diff-oriented text (`optimized.diff.ll`, ...: difftext.py). `separate` writes
 `optimized.ll` of the model module alone (its pipeline.txt runs on model.ll).
 
-Each variant is defined by its pass pipeline (`pipeline_for`, printed by `specialize
---print-pipeline`); `linked.ll` is printed with LLVM's use-list order so that the pipeline
-rerun on it gives the same optimized.ll. The unroll threshold applies to the specializing
+Each variant is nothing but its pass pipeline: PIPELINES, one table of pipeline texts, with
+the comparison's settings (Options) written into the passes' fields by `pipeline_for`, printed
+by `specialize --print-pipeline`; `linked.ll` is printed with LLVM's use-list order so that the
+pipeline rerun on it gives the same optimized.ll. The unroll threshold applies to the specializing
 variants only: `separate` and `lto` are what LLVM's defaults give.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import llvmlite.binding as llvm
-from elftools.elf.elffile import ELFFile
 
-from specializer.llvm import emit, irtext, module, transforms
-from specializer.optimize import difftext
-
-from specializer.library import libjit
 from specializer.errors import UserError
 from specializer.inputs import Model
-from specializer.target import TARGET
-from specializer.optimize.specialize import CodeSizes, Specialized, merge, specialize
+from specializer.llvm import emit, irtext, module, transforms
+from specializer.llvm.transforms import O2, Constprop
+from specializer.optimize import difftext, pipeline
+from specializer.optimize.link import Link
+from specializer.optimize.relayout import RelayoutPass
+from specializer.optimize.rounds import DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, Specialize
+from specializer.optimize.specialize import Specialized
+from specializer.optimize.state import BuildContext, BuildState
 
-VARIANTS = ("separate", "lto", "llvm-funcspec", "dims", "all-args")
-DEFAULT_MAX_GROWTH = 2.0
-DEFAULT_ROUNDS = 8
+# The one table: each variant is the pipeline it runs (pipeline.py). `separate` runs its
+# pipeline on the model alone (and O2 on the libjit bitcode alone); the specializing variants
+# get the comparison's settings written into their passes' fields (pipeline_for). Zero weights
+# are visible once O2 has unrolled and folded the loads.
+PIPELINES = {
+    "separate": "O2",
+    "lto": "link,O2",
+    "llvm-funcspec": "link,llvm-funcspec",
+    "dims": "link,specialize{mode=dims},constprop,O2",
+    "all-args": "relayout,link,specialize{mode=all-args},bufalias,constprop,O2,zeroweights",
+}
+VARIANTS = tuple(PIPELINES)
+SPECIALIZING = ("dims", "all-args")
+
 # The unroll thresholds a comparison tries in the specializing variants, keeping the one that
 # measures fewer est. cycles (None: LLVM's own, 150 at O2). Once specialization has made trip
 # counts constant, unrolling them pays on f32 kernels (kws_dscnn dims 11.61M -> 10.77M est.
@@ -87,7 +99,6 @@ def unroll_setting(text: str) -> tuple[int | None, tuple]:
     if n < 0:
         raise ValueError("--unroll-threshold must be >= 0")
     return n, ()
-DEFAULT_FLASH_BUDGET = TARGET.flash_bytes - 64 * 1024  # the target's flash less room for harness, libc and libm
 
 
 @dataclass(frozen=True)
@@ -125,33 +136,16 @@ def _write_ir(path: Path, text: str, spec: Specialized | None = None) -> Path:
     return _write(path, text)
 
 
-def _library(ctx=None) -> llvm.ModuleRef:
-    return module.parse_bitcode(libjit.build().bitcode, ctx)
-
-
-def linked(model: Model, text: str | None = None) -> llvm.ModuleRef:
-    """model (or `text` in its place) + libjit in one module (one fresh LLVM context),
-    internalized, dead code dropped."""
-    ctx = module.context()
-    mod = module.link([module.parse(model.text if text is None else text, str(model.path), ctx), _library(ctx)])
-    libjit.check_symbols(mod)
-    found = transforms.internalize(mod, model.keep)
-    missing = [e for e in model.entries if e not in found]
-    if missing:
-        raise UserError(f"{model.path}: no entry point: '{missing[0]}' is not defined after linking")
-    return mod
-
-
 # libjit.o by the library bitcode's digest: `separate` compiles the same library for every
 # model, and a process that builds many (scripts/fuzz.py) need not compile it again.
 _LIBRARY_OBJECTS: dict[str, bytes] = {}
 
 
-def _library_object(path: Path) -> Path:
-    bitcode = libjit.build().bitcode
+def _library_object(path: Path, context: BuildContext) -> Path:
+    bitcode = context.library.bitcode
     key = hashlib.sha256(Path(bitcode).read_bytes()).hexdigest()
     if key not in _LIBRARY_OBJECTS:
-        lib = _library()
+        lib = module.parse_bitcode(bitcode)
         transforms.optimize(lib)
         _LIBRARY_OBJECTS[key] = _emit(lib, path, data_sections=True).read_bytes()
     path.write_bytes(_LIBRARY_OBJECTS[key])
@@ -163,72 +157,6 @@ def _emit(mod, path: Path, data_sections: bool = False) -> Path:
     mod = module.parse(irtext.with_sections(str(mod), data_sections), path.name)
     path.write_bytes(emit.emit_object(mod))
     return path
-
-
-# --------------------------------------------------------------------------- sizes
-
-
-def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = False) -> CodeSizes:
-    """Code bytes and direct calls of every function of `text` after the specializing variants'
-    optimization pipeline (the sizes the budget compares)."""
-    mod = module.parse(text, "scratch.ll")
-    transforms.constprop(mod, threshold, pre_unroll)
-    transforms.optimize(mod, threshold)
-    calls = {}
-    for f in mod.functions:
-        if f.is_declaration:
-            continue
-        callees = set()
-        for b in f.blocks:
-            for i in b.instructions:
-                if i.opcode in ("call", "invoke"):
-                    target = list(i.operands)[-1]
-                    if target.value_kind == llvm.ValueKind.function:
-                        callees.add(target.name)
-        calls[f.name] = sorted(callees)
-    elf = ELFFile(io.BytesIO(emit.emit_object(mod)))
-    sizes, data = {}, 0
-    for s in elf.get_section_by_name(".symtab").iter_symbols():
-        if s["st_info"]["type"] == "STT_FUNC":
-            sizes[s.name] = sizes.get(s.name, 0) + s["st_size"]
-        elif s["st_info"]["type"] == "STT_OBJECT" and isinstance(s["st_shndx"], int):
-            if elf.get_section(s["st_shndx"]).name.startswith((".rodata", ".data")):
-                data += s["st_size"]
-    return CodeSizes(sizes, calls, data)
-
-
-def specialize_rounds(text: str, mode: str, options: Options, shapes: dict | None = None,
-                      where: str = "module.ll") -> Specialized:
-    """Specialize, propagate constants, and specialize again what became constant.
-
-    Round 1 sees the constants at the call sites of the linked module; constant propagation
-    and inlining then turn arguments inside the clones into constants (a kernel's own helper
-    calls), which round 2 specializes, and so on, for at most `options.rounds` rounds or until
-    a round makes no clone. The result's text is the last round's output, before the final
-    constprop and O2."""
-    threshold = options.unroll_threshold
-    rounds: list[Specialized] = []
-    skip: frozenset = frozenset()
-    dims_callers: frozenset = frozenset()
-    for r in range(1, max(1, options.rounds) + 1):
-        if rounds:
-            mod = module.parse(text, where)
-            transforms.constprop(mod, threshold, options.pre_unroll)
-            text = str(mod)
-        number = sum(len(x.sites) for x in rounds) + 1
-        spec = specialize(text, mode, max_growth=options.max_growth, flash_budget=options.flash_budget,
-                          sizer=lambda t: code_sizes(t, threshold, options.pre_unroll), shapes=shapes, where=where,
-                          round=r, first_number=number, skip=skip,
-                          reserved=frozenset(c for x in rounds for c in x.clones),
-                          earlier=tuple(s for x in rounds for s in x.sites),
-                          shape_only=options.shape_only, dims_callers=dims_callers)
-        dims_callers = dims_callers | frozenset(s.clone for s in spec.sites if s.shape_only and s.clone)
-        rounds.append(spec)
-        text = spec.text
-        skip = skip | spec.refused_keys()
-        if not spec.clones:
-            break
-    return merge(rounds)
 
 
 # --------------------------------------------------------------------------- the builds
@@ -256,45 +184,38 @@ class Optimized:
 
 
 def pipeline_for(variant: str, options: Options = Options()) -> tuple:
-    """The passes that define `variant` (pipeline.py): what `--print-pipeline` prints and a build
-    runs. `separate` runs its pipeline on the model alone (and O2 on the libjit bitcode alone)."""
-    from specializer.optimize import pipeline as p
-
+    """The passes that define `variant`: PIPELINES[variant] with `options` in its passes' fields
+    (the specializing variants only: `separate`, `lto` and `llvm-funcspec` are LLVM's defaults).
+    What `--print-pipeline` prints and a build runs."""
     if variant not in VARIANTS:
         raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
-    t = options.unroll_threshold
-    if variant == "separate":
-        return (p.O2(),)
-    if variant == "lto":
-        return (p.Link(), p.O2())
-    if variant == "llvm-funcspec":
-        return (p.Link(), p.LlvmFuncspec())
-    only = options.shape_only if variant == "all-args" else frozenset()
-    spec = p.Specialize(mode=variant, rounds=max(1, options.rounds), max_growth=options.max_growth,
-                        flash_budget=options.flash_budget, unroll_threshold=t, pre_unroll=options.pre_unroll,
-                        shape_only=only)
-    tail = (p.Constprop(unroll_threshold=t, unroll=options.pre_unroll), p.O2(unroll_threshold=t))
-    if variant == "dims":
-        return (p.Link(), spec) + tail
-    # zero weights are visible once O2 has unrolled and folded the loads
-    return (p.Relayout(shape_only=only), p.Link(), spec, p.Bufalias()) + tail + (p.Zeroweights(),)
+    steps = pipeline.parse(PIPELINES[variant])
+    if variant not in SPECIALIZING:
+        return steps
+    t, only = options.unroll_threshold, options.shape_only if variant == "all-args" else frozenset()
+    fields = {Specialize: dict(rounds=max(1, options.rounds), max_growth=options.max_growth,
+                               flash_budget=options.flash_budget, unroll_threshold=t,
+                               pre_unroll=options.pre_unroll, shape_only=only),
+              Constprop: dict(unroll_threshold=t, unroll=options.pre_unroll), O2: dict(unroll_threshold=t),
+              RelayoutPass: dict(shape_only=only)}
+    return tuple(replace(step, **fields.get(type(step), {})) for step in steps)
 
 
-def optimized(model: Model, variant: str, options: Options = Options(), annotate=None) -> Optimized:
+def optimized(model: Model, variant: str, options: Options = Options(), annotate=None,
+              context: BuildContext | None = None) -> Optimized:
     """The optimized module of one of the linked variants (every variant but `separate`): its
     pipeline printed as text and what that text parses to run on the model.
     `annotate(text) -> text` (lto and llvm-funcspec only) rewrites the linked module before the
     steps after `link`: the profile's debug info (debuginfo.py)."""
-    from specializer.optimize import pipeline as p
-
+    p = pipeline
     steps = p.parse(p.to_text(pipeline_for(variant, options)))
-    s = p.State.of_model(model)
+    s = BuildState.of_model(model, context or BuildContext.default())
     if annotate is None:
         p.run(steps, s)
     else:
         if variant not in ("lto", "llvm-funcspec"):
             raise UserError(f"the HLO profile is made of the lto and llvm-funcspec builds, not {variant}")
-        cut = next(i for i, step in enumerate(steps) if isinstance(step, p.Link)) + 1
+        cut = next(i for i, step in enumerate(steps) if isinstance(step, Link)) + 1
         p.run(steps[:cut], s)
         s.set_text(annotate(s.as_text()))
         p.run(steps[cut:], s)
@@ -302,26 +223,26 @@ def optimized(model: Model, variant: str, options: Options = Options(), annotate
 
 
 def build(model: Model, variant: str, out_dir: Path, options: Options = Options(),
-          data_sections: bool = False, annotate=None) -> Build:
+          data_sections: bool = False, annotate=None, context: BuildContext | None = None) -> Build:
     """Build one variant of `model` into `out_dir`: artifacts and object(s). `data_sections`: the
     model object gets a section per global too (.rodata.<weight>, .bss.<buffer>), as a bundle
     wants them for placing weights and buffers."""
     if variant not in VARIANTS:
         raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
-    from specializer.optimize import pipeline as p
-
+    p = pipeline
+    context = context or BuildContext.default()
     out_dir.mkdir(parents=True, exist_ok=True)
     if annotate is not None and variant == "separate":
         raise UserError("the HLO profile is made of the lto and llvm-funcspec builds, not separate")
     if variant == "separate":
         steps = p.parse(p.to_text(pipeline_for(variant, options)))
-        mod = p.run(steps, p.State(model.path.name, str(model.path), model.text)).as_module()
+        mod = p.run(steps, BuildState(model.path.name, str(model.path), model.text)).as_module()
         _write_ir(out_dir / "optimized.ll", str(mod))
         _write(out_dir / "pipeline.txt", p.to_text(steps) + "\n")
-        objs = (_emit(mod, out_dir / "model.o", data_sections), _library_object(out_dir / "libjit.o"))
+        objs = (_emit(mod, out_dir / "model.o", data_sections), _library_object(out_dir / "libjit.o", context))
         return Build(variant, out_dir, objs)
 
-    o = optimized(model, variant, options, annotate)
+    o = optimized(model, variant, options, annotate, context)
     _write_ir(out_dir / "linked.ll", o.linked)
     _write(out_dir / "pipeline.txt", p.to_text(p.after_link(o.pipeline)) + "\n")
     if o.spec is None:

@@ -15,6 +15,11 @@ out; `drop` applies it to an optimized module and lets LLVM fold what it left.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+from specializer.llvm import module, transforms
+from specializer.llvm.passes import Pass
+from specializer.optimize.state import BuildState
 
 _ZERO = r"(?:-?0\.000000e\+00|0x0000000000000000|0x8000000000000000)"
 _VAL = r"(?:%[-\w.$]+|%\"[^\"]*\")"
@@ -71,12 +76,21 @@ def fold(text: str) -> tuple[str, int]:
 def drop(mod):
     """`mod` (optimized) with its zero-weight multiply-adds gone, and how many: the fold, then
     InstCombine and DCE to turn `fadd %acc, -0.0` into %acc and the multiplies into nothing."""
-    from specializer.llvm import module
-    from specializer.llvm import transforms
-
     text, dropped = fold(str(mod))
     if not dropped:
         return mod, 0
     mod = module.parse(text, "optimized.ll")
     transforms.cleanup(mod)
     return mod, dropped
+
+
+@dataclass(frozen=True)
+class Zeroweights(Pass):
+    name = "zeroweights"
+    summary = ("a multiply-add by a constant 0.0 becomes its addend, then InstCombine and DCE "
+               "(zeroweights.py; after O2 has unrolled and folded the weights)")
+
+    def run(self, state: BuildState) -> None:
+        mod, dropped = drop(state.as_module())
+        state.set_module(mod)
+        state.zero_weights += dropped
