@@ -50,7 +50,7 @@ def test_only_all_args_relays_out(monkeypatch):
     # dims must never get the rule: optimized() calls relayout for all-args alone
     seen = []
     monkeypatch.setattr(relayout, "relayout", lambda text, shim=True, skip=frozenset(): (seen.append(text), (text, ()))[1])
-    from specializer.optimize import variants
+    from specializer.optimize import link, variants
 
     class Stop(Exception):
         pass
@@ -58,7 +58,7 @@ def test_only_all_args_relays_out(monkeypatch):
     def stop(*a, **k):
         raise Stop
 
-    monkeypatch.setattr(variants, "linked", stop)
+    monkeypatch.setattr(link, "linked", stop)
     model = type("M", (), {"text": MODULE, "path": Path("m.ll"), "shapes": {}})()  # what a pipeline reads
     for variant in ("dims", "lto", "llvm-funcspec"):
         try:
