@@ -3,7 +3,7 @@
 
     .venv/bin/python scripts/benchmark.py [NAME ...] [-o out/benchmark] [--reports reports]
 
-For each model in specializer.examples.EXAMPLES (whatever it holds when this runs): capture,
+For each model in specializer.driver.examples.EXAMPLES (whatever it holds when this runs): capture,
 build the variants separate / lto / llvm-funcspec / dims / all-args, run each on QEMU (checked against JAX),
 print its table; then a summary with the geometric means over the models of each variant's
 flash, RAM and cycle ratios to `separate` and `lto`. Writes reports/variants.md and
@@ -30,9 +30,9 @@ from specializer.report import plots, tables as report
 
 from specializer.optimize import variants
 from specializer.capture.capture import capture
-from specializer.report.compare import compare
+from specializer.driver.compare import compare
 from specializer.errors import UserError
-from specializer.examples import EXAMPLES, example_path
+from specializer.driver.examples import EXAMPLES, example_path
 from specializer.tools import repo_root
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Differential testing over many seeds: random JAX programs (specializer/fuzz.py) captured and
+"""Differential testing over many seeds: random JAX programs (specializer/driver/fuzz.py) captured and
 run in every variant on QEMU against op-by-op JAX; one line per program that did not pass, then
 a summary (pass / refused at capture, grouped by the refusal / mismatch / error / xla-differs).
 
@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from specializer import fuzz
+from specializer.driver import fuzz
 from specializer.tools import repo_root
 
 THRESHOLDS = (None, 1000)

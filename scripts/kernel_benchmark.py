@@ -29,7 +29,7 @@ from specializer.report import tables as report
 
 from specializer.optimize import variants
 from specializer.capture.capture import capture
-from specializer.report.compare import compare
+from specializer.driver.compare import compare
 from specializer.tools import repo_root
 
 MODELS = repo_root() / "benchmarks" / "kernel_models.py"

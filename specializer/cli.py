@@ -96,7 +96,7 @@ def _run(argv: list[str]) -> int:
     p.add_argument("--mca", action="store_true",
                    help="with --profile: add llvm-mca's Cortex-M4 cycle estimate of the same blocks")
     a = p.parse_args(argv)
-    from specializer.run.measure import run_model
+    from specializer.driver.run import run_model
 
     model = Path(a.model)
     if not model.is_file():
@@ -113,9 +113,11 @@ def _run(argv: list[str]) -> int:
         raise UserError("--mca is a column of the profile: add --profile")
     with tempfile.TemporaryDirectory(prefix="specializer-build-") as tmp:
         if a.profile:
+            from specializer.driver.profile import profile_model
+            from specializer.report import profile_table
             from specializer.run import hloprofile
 
-            p_ = hloprofile.profile_model(model, Path(a.keep or tmp), timeout=a.timeout, mca=a.mca)
+            p_ = profile_model(model, Path(a.keep or tmp), timeout=a.timeout, mca=a.mca)
             row = p_.row
         else:
             row, _ = run_model(model, Path(a.keep or tmp), method=a.method, timeout=a.timeout)
@@ -130,7 +132,7 @@ def _run(argv: list[str]) -> int:
             if p_.hlo is None:
                 print(f"\nno {model.with_name('hlo.json')}: rows name kernels, not HLO instructions "
                       "(capture the model again)")
-            print("\n" + hloprofile.table(p_.rows) + hloprofile.NOTE)
+            print("\n" + profile_table.table(p_.rows) + profile_table.NOTE)
     return 0 if row.status == "pass" else 1
 
 ENTRY_NOTE = """\
@@ -141,7 +143,8 @@ instructions: QEMU-counted, the call only; est. cycles: TRM-weighted; --json: th
 
 def _run_entry(path: Path, a) -> int:
     from specializer import inputs
-    from specializer.run.rawrun import DEFAULT_MAX_INSNS, run_entry
+    from specializer.driver.run import run_entry
+    from specializer.run.rawrun import DEFAULT_MAX_INSNS
     from specializer.report.tables import github_table
 
     model = inputs.load(path)
@@ -203,7 +206,7 @@ def _bundle(argv: list[str]) -> int:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     a = p.parse_args(argv)
     from specializer import inputs
-    from specializer.bundle import bundle
+    from specializer.driver.bundle import bundle
 
     path = Path(a.model)
     if not path.is_file():
@@ -384,7 +387,7 @@ def _specialize(argv: list[str]) -> int:
     from specializer import inputs
     from specializer.report import tables as report
     from specializer.optimize import variants
-    from specializer.report.compare import compare
+    from specializer.driver.compare import compare
 
     options = variants.Options(max_growth=a.max_growth, unroll_threshold=threshold, rounds=a.rounds,
                                pre_unroll=a.pre_unroll, flash_budget=a.flash_budget, unroll_candidates=candidates,
@@ -426,12 +429,12 @@ def _pipelines(model, which: tuple, options) -> str:
     from dataclasses import replace
 
     from specializer.optimize import pipeline, variants
-    from specializer.report.compare import _thresholds
+    from specializer.driver.compare import unroll_thresholds
 
     lines = []
     for v in which:
         if model is not None:
-            tried = _thresholds(model, v, options)
+            tried = unroll_thresholds(model, v, options)
         else:  # no model: as for a captured one
             tried = tuple(options.unroll_candidates) if v in ("dims", "all-args") and options.unroll_candidates \
                 else (options.unroll_threshold,)
@@ -472,7 +475,7 @@ def _examples(argv: list[str]) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("-o", "--output", default="out/examples", metavar="DIR")
     a = p.parse_args(argv)
-    from specializer.examples import run_examples
+    from specializer.driver.examples import run_examples
 
     rows = run_examples(a.names, Path(a.output))
     print(json.dumps([r.as_dict() for r in rows], indent=1, sort_keys=True) if a.json else _table(rows))

@@ -1,7 +1,7 @@
 import pytest
 
 from specializer.capture.capture import capture
-from specializer.examples import example_path
+from specializer.driver.examples import example_path
 
 
 def pytest_addoption(parser):

@@ -7,7 +7,7 @@ import sys
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from specializer import bundle as bundle_mod
+from specializer.driver import bundle as bundle_mod
 from specializer import cli, inputs
 from specializer.run import measure, qemu
 from specializer.capture.manifest import Manifest

@@ -4,8 +4,8 @@ import pytest
 
 from specializer.llvm import module
 from specializer.optimize import callsites
-from specializer.report import callchoice
-from specializer.report.callchoice import CallCost
+from specializer.driver import callchoice
+from specializer.driver.callchoice import CallCost
 
 MODEL = """\
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"

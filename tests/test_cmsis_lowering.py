@@ -13,9 +13,10 @@ from specializer import inputs
 
 from specializer.optimize import variants
 from specializer.capture.capture import capture
-from specializer.report.compare import compare
+from specializer.driver.compare import compare
 from specializer.capture.libcalls import Operand
-from specializer.run.measure import read_outputs, run_model
+from specializer.driver.run import run_model
+from specializer.run.measure import read_outputs
 from specializer.capture.thunks import Slice
 
 MODEL = Path(__file__).parent / "data" / "int8_blocks" / "blocks_model.py"

@@ -26,7 +26,7 @@ from specializer import inputs
 from specializer.run import measure, qemu
 
 from specializer.optimize import variants
-from specializer.examples import EXAMPLES
+from specializer.driver.examples import EXAMPLES
 from specializer.tools import find_tool, repo_root
 
 ENV = "SPECIALIZER_TEST_CMSIS_NN"

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from specializer.examples import EXAMPLES
-from specializer.run.measure import read_outputs, run_model
+from specializer.driver.examples import EXAMPLES
+from specializer.driver.run import run_model
+from specializer.run.measure import read_outputs
 
 
 # int8 networks whose capture (JAX's integer reference compiles slowly) and run take minutes; the
@@ -58,7 +59,7 @@ def test_runs_are_deterministic(captured, tmp_path):
 
 def test_capture_is_byte_identical(captured, tmp_path):
     from specializer.capture.capture import capture
-    from specializer.examples import example_path
+    from specializer.driver.examples import example_path
 
     first = captured("mlp")
     again = capture(example_path("mlp"), "mlp", tmp_path)

@@ -1,4 +1,4 @@
-"""Differential testing (specializer/fuzz.py): a fixed set of seeded random JAX programs,
+"""Differential testing (specializer/driver/fuzz.py): a fixed set of seeded random JAX programs,
 captured as one batch and run in every variant on QEMU against op-by-op JAX.
 scripts/fuzz.py runs thousands."""
 
@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from specializer import fuzz
+from specializer.driver import fuzz
 
 # One batch covering the grammar (float and int32 programs): s8/u8 -> s32 dots in the batched
 # and transposed layouts, grouped and dilated convolutions, scan, while, cond, fori_loop,

@@ -11,7 +11,9 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from specializer.llvm import module
-from specializer.run import debuginfo, hloprofile, measure
+from specializer.driver.profile import profile_model
+from specializer.driver.run import run_model, runnable
+from specializer.run import debuginfo
 
 from specializer.capture import hlo_sites
 
@@ -46,7 +48,7 @@ def model(tmp_path_factory):
 def profiled(model, tmp_path_factory):
     c, _ = model
     d = tmp_path_factory.mktemp("prof")
-    return hloprofile.profile_model(c.model_ll, d / "prof", mca=True), d / "prof"
+    return profile_model(c.model_ll, d / "prof", mca=True), d / "prof"
 
 
 def _source_line(op_source: str, src: Path) -> int:
@@ -112,7 +114,7 @@ def test_debug_info_leaves_the_code_alone(model, profiled, tmp_path):
     profile's build does) has the same code bytes; the debug sections take no flash."""
     c, _ = model
     p, d = profiled
-    built = variants.build(measure.runnable(c.model_ll), "lto", tmp_path / "nodebug", annotate=lambda text: text)
+    built = variants.build(runnable(c.model_ll), "lto", tmp_path / "nodebug", annotate=lambda text: text)
     assert _code(built.objects[0]) == _code(d / "model.o")
     with open(d / "model.o", "rb") as f:
         assert ELFFile(f).get_section_by_name(".debug_line") is not None
@@ -123,7 +125,7 @@ def test_debug_info_leaves_the_code_alone(model, profiled, tmp_path):
 def test_profile_run_measures_what_run_measures(model, profiled, tmp_path):
     c, _ = model
     p, d = profiled
-    row, _ = measure.run_model(c.model_ll, tmp_path / "plain")
+    row, _ = run_model(c.model_ll, tmp_path / "plain")
     assert _code(tmp_path / "plain" / "firmware.elf") == _code(d / "firmware.elf")
     assert row == p.row  # flash, RAM, instructions, cycles: the debug sections are not counted
 
@@ -213,7 +215,7 @@ def test_frames_resolve_to_the_innermost_file_and_line():
 def test_profile_is_byte_identical_run_to_run(model, profiled, tmp_path):
     c, _ = model
     _, d = profiled
-    hloprofile.profile_model(c.model_ll, tmp_path / "again", mca=True)
+    profile_model(c.model_ll, tmp_path / "again", mca=True)
     for name in ("profile.txt", "profile.json"):
         assert (tmp_path / "again" / name).read_bytes() == (d / name).read_bytes(), name
 

@@ -33,7 +33,7 @@ def test_integer_dots_match_jax_in_every_variant(tmp_path):
     from specializer import inputs
     from specializer.optimize import variants
     from specializer.capture.capture import capture
-    from specializer.report.compare import compare
+    from specializer.driver.compare import compare
 
     src = tmp_path / "m.py"
     src.write_text(MODEL)

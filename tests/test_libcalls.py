@@ -69,7 +69,7 @@ def test_int8_dot_runs_on_the_int8_buffers(captured):
 
 def test_ir_dots_option_keeps_xla_dot_code(tmp_path):
     from specializer.capture.capture import capture
-    from specializer.examples import example_path
+    from specializer.driver.examples import example_path
 
     c = capture(example_path("mlp256"), "mlp256", tmp_path, ir_dots=True)
     ir = c.model_ll.read_text()

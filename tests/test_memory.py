@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from specializer.capture.manifest import Manifest, Tensor
-from specializer.run.measure import run_model
+from specializer.driver.run import run_model
 from specializer.target import TARGET
 
 
@@ -85,7 +85,7 @@ def test_flash_counts_libm(captured, tmp_path):
 def test_run_is_the_lto_row_of_a_comparison(captured, tmp_path):
     """`specialize run` builds and accounts exactly as the lto variant of a comparison."""
     from specializer import inputs
-    from specializer.report.compare import compare
+    from specializer.driver.compare import compare
 
     c = captured("elementwise")
     row, _ = run_model(c.model_ll, tmp_path / "run")

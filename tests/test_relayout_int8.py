@@ -79,8 +79,8 @@ def test_shape_only_call_is_measured_and_bit_exact(tmp_path, monkeypatch):
     from specializer import inputs
     from specializer.capture.capture import capture
     from specializer.optimize import variants
-    from specializer.report import callchoice
-    from specializer.report.compare import compare
+    from specializer.driver import callchoice
+    from specializer.driver.compare import compare
 
     model_py = Path(__file__).parent / "data" / "int8_blocks" / "blocks_model.py"
     c = capture(model_py, "conv", tmp_path / "cap")

@@ -68,7 +68,7 @@ def test_every_variant_passes_and_rebuild_is_identical(captured, tmp_path):
 def test_pruned_weights_relaid_out_only_in_all_args(captured, tmp_path):
     """mlp256_pruned (80% zeros): all-args runs both layers on the sparse kernel with compressed
     copies of the weights, and still produces JAX's outputs; dims keeps the dense kernel."""
-    from specializer.report.compare import compare
+    from specializer.driver.compare import compare
 
     c = captured("mlp256_pruned")
     comp = compare(inputs.load(c.model_ll), tmp_path, which=("dims", "all-args"))

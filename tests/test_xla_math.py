@@ -16,7 +16,8 @@ import scipy.special as sp
 from specializer.capture import libcalls, runtime_symbols
 from specializer.capture.capture import capture
 from specializer.errors import UserError
-from specializer.run.measure import read_outputs, run_model
+from specializer.driver.run import run_model
+from specializer.run.measure import read_outputs
 from specializer.capture.thunks import Slice
 
 DATA = Path(__file__).parent / "data"

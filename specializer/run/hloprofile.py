@@ -28,7 +28,6 @@ from specializer.capture.hlo_sites import HloMap, HloOp
 from specializer.run.profile import UNKNOWN
 from specializer.run.symbols import functions
 from specializer.run.qemu import Profile
-from specializer.report.tables import WIDTH, github_table
 
 
 @dataclass(frozen=True)
@@ -169,54 +168,6 @@ def rows(attributed: dict, sites: list[Site], hlo: HloMap | None, mca: bool = Fa
     return sorted(out, key=lambda r: (-r.cycles, r.kernel, r.hlo))
 
 
-def _short_op(op_name: str) -> str:
-    """op_name without JAX's outer jit(...) scopes: jit(model)/dot_general -> dot_general."""
-    parts = op_name.split("/")
-    while len(parts) > 1 and re.fullmatch(r"jit\([^)]*\)", parts[0]):
-        parts = parts[1:]
-    return "/".join(parts)
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 2, 1)] + ".."
-
-
-NOTE = """\
-HLO: the instruction a kernel or library call runs ('<- X': a library function called from X's
-code; +N: more); op_name and source: XLA's metadata for it (JAX's op and the model's file:line);
-est. cycles: TRM-weighted, per instruction by address (kernel code inlined into the entry counts
-for its kernel); mca: llvm-mca's Cortex-M4 model on the same blocks (--mca); JSON: every field"""
-
-
-def table(rs: list[Row]) -> str:
-    """Rows within WIDTH columns: the longest text columns are cut (the JSON has them whole)."""
-    total = sum(r.cycles for r in rs) or 1
-    mca = any(r.mca_cycles is not None for r in rs)
-    headers = ["kernel", "HLO", "op_name", "source", "insns", "est. cycles", "%"] + (["mca"] if mca else [])
-    body = []
-    for r in rs:
-        hlo = r.hlo[0] + (f" +{len(r.hlo) - 1}" if len(r.hlo) > 1 else "") if r.hlo else "-"
-        if r.kind == "library" and r.hlo:
-            hlo = "<- " + hlo
-        elif r.kind == "entry":
-            hlo = "(entry)"
-        source = Path(r.source.rsplit(":", 1)[0]).name + ":" + r.source.rsplit(":", 1)[1] if ":" in r.source else "-"
-        body.append([r.kernel, hlo, _short_op(r.op_name) or "-", source, str(r.insns), str(r.cycles),
-                     f"{100 * r.cycles / total:.1f}"] + ([str(r.mca_cycles)] if mca else []))
-    floor = {0: 16, 1: 10, 2: 10, 3: 12}  # text columns: cut, the one most over its floor first, until it fits
-    while True:
-        widths = [max(len(h), *(len(b[c]) for b in body)) if body else len(h) for c, h in enumerate(headers)]
-        if sum(widths) + 3 * len(headers) + 1 <= WIDTH:
-            break
-        c = max(floor, key=lambda k: (widths[k] - floor[k], -k))
-        if widths[c] <= floor[c]:
-            break
-        for b in body:  # a source keeps its line number: cut from the left
-            b[c] = _cut(b[c], widths[c] - 1) if c != 3 or len(b[c]) < widths[c] else ".." + b[c][-(widths[c] - 3):]
-    align = ("left",) * 4 + ("right",) * (len(headers) - 4)
-    return github_table(body, headers, align) + "\n"
-
-
 def as_json(rs: list[Row], hlo: HloMap | None) -> str:
     """Every row whole, with the HLO instructions it names (opcode, shape, fused instructions)."""
     ops = hlo.ops if hlo else {}
@@ -233,35 +184,3 @@ class Profiled:
     row: object  # measure.Row of the run
     rows: list[Row]
     hlo: HloMap | None  # None: captured before hlo.json existed (rows name kernels, not HLO)
-
-
-def profile_model(model_ll: Path, workdir: Path, timeout: float = 120, mca: bool = False) -> Profiled:
-    """The lto build of a captured model with line-table debug info, run on QEMU: the run's row
-    (the same figures as without debug info: the code is the same) and the profile rows, also
-    written to workdir/profile.txt and profile.json."""
-    from specializer.llvm import irtext
-    from specializer.run import debuginfo, mca as mca_mod, measure
-    from specializer.capture import hlo_sites
-    from specializer.optimize import variants
-
-    model_ll = Path(model_ll)
-    model = measure.runnable(model_ll)
-    hlo = hlo_sites.load(model_ll.with_name(hlo_sites.FILE_NAME))
-    file_name = f"{model.manifest.function}.hlo"
-    lines: dict = {}
-
-    def annotate(text: str) -> str:
-        out, lines["sites"], lines["of_fn"] = debuginfo.attach(text, irtext.defined(model.text),
-                                                               model.manifest.entry, hlo.calls if hlo else (), file_name)
-        return out
-
-    workdir.mkdir(parents=True, exist_ok=True)
-    b = variants.build(model, "lto", workdir, annotate=annotate)
-    m = measure.measure(list(b.objects), model.manifest, workdir, timeout=timeout)
-    blocks = m.result.profile.blocks
-    block_mca = mca_mod.block_cycles(m.firmware.elf, blocks) if mca else None
-    found = attribute(m.firmware.elf, m.result.profile, lines["sites"], lines["of_fn"], file_name, block_mca)
-    rs = rows(found, lines["sites"], hlo, mca)
-    (workdir / "profile.txt").write_text(table(rs))
-    (workdir / "profile.json").write_text(as_json(rs, hlo))
-    return Profiled(m.row, rs, hlo)

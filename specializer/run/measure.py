@@ -152,29 +152,3 @@ def measure(objects: Path | list[Path], manifest: Manifest, workdir: Path, metho
     row = Row(manifest.function, "pass" if ok else "FAIL", max_abs, max_rel, fp.code, fp.const, fp.data, fp.bss,
               insns, cyc, fp.lib_flash, fp.lib_ram, stack_used(result.stdout, fw.elf))
     return Measured(row, result, fw, fp)
-
-
-def run_model(model_ll: Path, workdir: Path, method: str = "plugin",
-              timeout: float = 120) -> tuple[Row, qemu.RunResult]:
-    """The `lto` variant's build of a captured model, run and measured: the same object and the
-    same accounting as that row of a comparison."""
-    from specializer.optimize import variants
-
-    model = runnable(model_ll)
-    workdir.mkdir(parents=True, exist_ok=True)
-    b = variants.build(model, "lto", workdir)
-    m = measure(list(b.objects), model.manifest, workdir, method=method, timeout=timeout)
-    return m.row, m.result
-
-
-def runnable(model_ll: Path):
-    """A captured model that can run: its model.ll parsed, its manifest present."""
-    from specializer import inputs
-
-    model_ll = Path(model_ll)
-    model = inputs.load(model_ll)  # first: a bad .ll is reported before a missing manifest
-    if model.manifest is None:
-        raise UserError(f"{model_ll.with_name('model.json')}: manifest not found (capture writes it next to "
-                        f"model.ll; without inputs 'specialize {model_ll}' reports sizes only; "
-                        "'specialize run FILE.ll --entry NAME' calls one function of any module)")
-    return model

@@ -1,4 +1,6 @@
-"""`specialize run FILE.ll --entry NAME`: call one function of a raw module on QEMU and measure it.
+"""`specialize run FILE.ll --entry NAME`: what calling one function of any module needs -- its
+signature checked, the instruction limit, its return value decoded (the build and run itself:
+driver/run.py's run_entry).
 
 The function takes no arguments and returns one of RETURN_TYPES; the harness calls it as
 void(void) and reads the AAPCS-VFP return registers right after it returns (r0, r1:r0 for i64,
@@ -9,18 +11,14 @@ the run, static checks (staticcheck.py) warn on stderr about what QEMU would not
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Callable
 
 import llvmlite.binding as llvm
 
-from specializer.llvm import emit, module
-from specializer.optimize import variants
+from specializer.llvm import module
 
-from specializer.run import cycles, faults, firmware, measure, qemu, staticcheck
+from specializer.run import qemu
 from specializer.errors import UserError
 from specializer.inputs import Model
 
@@ -129,37 +127,3 @@ def limit_ticks(max_insns: int) -> int:
         raise UserError(f"--max-insns {max_insns}: must be between 1 and {MAX_INSNS:,} (the instruction limit is "
                         "a 32-bit timer at 3.2 ticks per instruction)")
     return int((max_insns + SLACK_INSNS) * TICKS_PER_INSN + 0.999)
-
-
-def run_entry(model: Model, name: str, workdir: Path, method: str = "plugin", timeout: float = 120,
-              max_insns: int = DEFAULT_MAX_INSNS, warn: Callable[[str], None] = print) -> EntryRow:
-    """Build `model` as the lto variant with `name` as its only entry, run it once, measure it."""
-    ticks = limit_ticks(max_insns)
-    entry = find_entry(model, name)
-    for w in staticcheck.null_accesses(model.text, str(model.path), name):
-        warn(w)
-    model = dataclasses.replace(model, entries=(name,), keep=frozenset({name}))
-    workdir.mkdir(parents=True, exist_ok=True)
-    b = variants.build(model, "lto", workdir)
-    fw = firmware.build_with(list(b.objects), firmware.entry_io_source(name, ticks), name, workdir)
-    fp = firmware.footprint(list(b.objects), [name], workdir)
-    lay = faults.layout(fw.elf)
-    asm = emit.emit_assembly(module.parse((workdir / "optimized.ll").read_text(), "optimized.ll"))
-    for w in staticcheck.large_frames(asm, lay.stack[1] - lay.stack[0], str(model.path)):
-        warn(w)
-    try:
-        result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout)
-    except qemu.LimitReached as e:
-        raise UserError(f"{model.path}: '{name}' did not return within {max_insns:,} instructions "
-                        f"(--max-insns; stopped at {e.where})") from None
-    except qemu.Hang as e:
-        raise UserError(f"{model.path}: '{name}' did not return within {e.seconds:g} seconds (--timeout); "
-                        "QEMU was stopped") from None
-    stack = measure.stack_used(result.stdout, fw.elf)
-    if method == "plugin":
-        est = cycles.estimate(result.profile)
-        insns, cyc = est.insns, est.cycles
-    else:
-        insns, cyc = result.counter_insns, None
-    return EntryRow(name, entry.returns, decode(result.stdout, entry.returns), fp.code, fp.const, fp.data, fp.bss,
-                    fp.lib_flash, fp.lib_ram, stack, insns, cyc)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from specializer.capture.capture import capture
 from specializer.errors import UserError
-from specializer.run.measure import Row, run_model
+from specializer.driver.run import run_model
+from specializer.run.measure import Row
 from specializer.tools import shipped
 
 EXAMPLES = ("quadratic", "elementwise", "softmax", "mlp", "loop", "while_loop", "cond",

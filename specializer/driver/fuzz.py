@@ -200,7 +200,7 @@ HEADER = ["import jax", "import jax.numpy as jnp", "import numpy as np", "from j
 def batch_source(seeds: list[int]) -> str:
     """One module: program s as `p<s>`, and `f` calling them all on its own inputs `x<s>`, `y<s>`,
     returning their outputs in seed order."""
-    parts = [f'"""Random programs {", ".join(map(str, seeds))} (specializer.fuzz)."""', *HEADER]
+    parts = [f'"""Random programs {", ".join(map(str, seeds))} (specializer.driver.fuzz)."""', *HEADER]
     for s in seeds:
         parts += [program(s, f"p{s}"), ""]
     params = ", ".join(f"x{s}, y{s}" for s in seeds)
@@ -284,9 +284,12 @@ def run_variants(seeds: list[int], refs: dict[int, list[np.ndarray]], model, wor
                  options) -> dict[int, Outcome]:
     """Every variant of the captured batch on QEMU; per program: pass, or mismatch naming the
     variants whose outputs for it differ from op-by-op JAX. Raises what a build or run raises."""
-    from specializer.run import measure
+    from specializer.driver.measured import build_and_measure
     from specializer.optimize import variants
+    from specializer.optimize.state import BuildContext
+    from specializer.run import measure
 
+    context = BuildContext.default()
     spans, k = {}, 0
     for s in seeds:
         spans[s] = (k, k + len(refs[s]))
@@ -295,9 +298,9 @@ def run_variants(seeds: list[int], refs: dict[int, list[np.ndarray]], model, wor
         raise UserError(f"capture wrote {len(model.manifest.outputs)} outputs for {k} program outputs")
     bad: dict[int, list[str]] = {s: [] for s in seeds}
     for v in variants.VARIANTS:
-        b = variants.build(model, v, work / "variants" / v, options)
-        m = measure.measure(list(b.objects), model.manifest, b.dir, timeout=120)
-        got = measure.read_outputs(m.result.stdout, model.manifest)
+        c = build_and_measure(model, v, work / "variants" / v, options, context=context, timeout=120,
+                              function_profile=False)
+        got = measure.read_outputs(c.measured.result.stdout, model.manifest)
         for s in seeds:
             lo, hi = spans[s]
             if not matches(got[lo:hi], refs[s], model.manifest.rtol):

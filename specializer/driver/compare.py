@@ -1,0 +1,120 @@
+"""Build every variant of one model, run each on QEMU, and collect the comparison.
+
+One directory per variant under the output directory (artifacts: see variants.py), plus
+per-function profiles (profile.py) and the comparison itself as report.md / report.json.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from specializer import files
+from specializer.driver import callchoice
+from specializer.driver.measured import Candidate, build_and_measure
+from specializer.inputs import Model
+from specializer.optimize import callsites, variants
+from specializer.optimize.state import BuildContext
+from specializer.report import macs, tables as report
+from specializer.report.tables import Comparison
+
+
+def unroll_thresholds(model: Model, v: str, options: variants.Options) -> tuple:
+    """The unroll thresholds to build variant `v` with: several only for a specializing variant
+    of a model that runs (the choice is by measurement)."""
+    if v in variants.SPECIALIZING and options.unroll_candidates and model.manifest is not None:
+        return tuple(options.unroll_candidates)
+    return (options.unroll_threshold,)
+
+
+def _keep(out_dir: Path, v: str, best: Path) -> None:
+    """The chosen build becomes DIR/<v> (the row says which threshold); the others go."""
+    target = out_dir / v
+    if Path(best) != target:
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.move(str(best), str(target))
+    shutil.rmtree(out_dir / ".unroll", ignore_errors=True)
+
+
+CHOICE_ROUNDS = 3  # shape-only rebuilds of all-args at most (callchoice.py)
+
+
+def _best(results: list[Candidate]) -> Candidate:
+    """The passing build with the fewest est. cycles (the first such, in the order tried)."""
+    return min(results, key=lambda c: (not c.passed, c.row.cycles or 0))
+
+
+def _choose_calls(options: variants.Options, out_dir: Path, t, dims_costs: dict, dims_cycles: int,
+                  results: list[Candidate], run) -> None:
+    """all-args at unroll threshold `t` (its build in `results`) with the calls dims ran faster at `t` shape-only
+    (callchoice.py), each rebuild appended to `results`. A rebuild shifts what the size budget
+    admits, so the calls are costed again in the rebuild, until no call is added (at most
+    CHOICE_ROUNDS rebuilds); the comparison keeps the fastest of them all.
+    `run(options, dir, note)` builds and runs one all-args build (build_and_measure)."""
+    def build(only: frozenset, n: int) -> Candidate:
+        note = f" (unroll threshold {t or 'LLVM'}, {len(only)} calls shape-only: {', '.join(map(str, sorted(only)))})"
+        c = run(replace(options, unroll_threshold=t, shape_only=only),
+                out_dir / ".unroll" / f"all-args-{t or 'llvm'}-shape-only-{n}", note)
+        results.append(c)
+        return c
+
+    first = min((c for c in results if c.unroll_threshold == t), key=lambda c: c.row.cycles or 0)
+    only, best = frozenset(), first
+    for n in range(1, CHOICE_ROUNDS + 1):
+        more = only | callchoice.choose(dims_costs, callchoice.read(best.dir))
+        if more == only:
+            break
+        only = more
+        best = build(only, n)  # costed next even when not faster: what the added calls shifted is in it
+        if not best.passed:
+            return
+    # A function several calls share is charged to them by entries, which can misjudge calls of
+    # different sizes; when all-args is still slower than dims, dims' rule at every call is the
+    # last candidate (the table then lists every call as shape-only)
+    every = frozenset(n for _, _, n in callsites.calls((first.dir / "linked.ll").read_text()) if n is not None)
+    fastest = min((c.row.cycles or 0) for c in results if c.unroll_threshold == t and c.passed)
+    if every and every != only and fastest > dims_cycles:
+        build(every, CHOICE_ROUNDS + 1)
+
+
+def compare(model: Model, out_dir: Path, options: variants.Options = variants.Options(),
+            which: tuple[str, ...] = variants.VARIANTS, method: str = "plugin",
+            timeout: float = 120, progress=None, context: BuildContext | None = None) -> Comparison:
+    """`progress(text)`, when given, hears each step as it starts (the CLI prints it on stderr)."""
+    say = progress or (lambda text: None)
+    context = context or BuildContext.default()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    dims_costs: dict = {}  # unroll threshold -> the dims build's call costs (callchoice.py) and est. cycles
+    for i, v in enumerate(which, 1):
+        tried = unroll_thresholds(model, v, options)
+        results: list[Candidate] = []
+        step = lambda text, i=i, v=v: say(f"[{i}/{len(which)}] {v}: {text}")  # noqa: E731
+
+        def run(o: variants.Options, d: Path, note: str, v=v, step=step) -> Candidate:
+            return build_and_measure(model, v, d, o, context=context, method=method, timeout=timeout,
+                                     say=step, note=note)
+
+        for t in tried:
+            d = out_dir / v if len(tried) == 1 else out_dir / ".unroll" / f"{v}-{t or 'llvm'}"
+            c = run(replace(options, unroll_threshold=t), d,
+                    f" (unroll threshold {t or 'LLVM'})" if len(tried) > 1 else "")
+            results.append(c)
+            if v == "dims" and c.passed and (c.dir / "profile.json").exists():
+                dims_costs[t] = (callchoice.read(c.dir), c.row.cycles or 0)
+        if v == "all-args" and not options.shape_only:
+            for c in list(results):
+                if c.unroll_threshold in dims_costs and c.passed:
+                    _choose_calls(options, out_dir, c.unroll_threshold, *dims_costs[c.unroll_threshold], results, run)
+        best = _best(results)
+        if len(results) > 1:
+            _keep(out_dir, v, best.dir)
+        rows.append(best.row)
+    opts = asdict(options) | {"method": method, "shape_only": sorted(options.shape_only)}
+    c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None)
+    files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.NOTE + "\n"),
+                     (out_dir / "report.json", report.json_text(c))])
+    return c
