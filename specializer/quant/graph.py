@@ -135,160 +135,206 @@ def _desc(a) -> str:
 
 def build(closed: core.ClosedJaxpr, act_invars: list, param_values: dict, param_names: dict) -> Graph:
     """param_values: invar -> np.ndarray; param_names: invar -> name."""
-    consts = dict(param_values)
-    origin = dict(param_names)
-    eqns, alias = flatten(closed, consts)
-    outvars = [a if isinstance(a, core.Literal) else _res(alias, a) for a in closed.jaxpr.outvars]
+    return _Builder(closed, act_invars, param_values, param_names).graph()
 
-    uses: dict = {}
-    for e in eqns:
-        for a in e.ins:
+
+_UNSUPPORTED = ("no int8 block for it (supported: conv, depthwise conv, dense, bias add, relu, max/avg pool, "
+                "mean over H and W, add, softmax, reshape)")
+
+
+class _Builder:
+    """The jaxpr's equations, in order, become layers: one rule per primitive (RULES), constants
+    folded as they come, a bias add, relu or mean folded into the layer it follows."""
+
+    def __init__(self, closed: core.ClosedJaxpr, act_invars: list, param_values: dict, param_names: dict):
+        self.consts = dict(param_values)
+        self.origin = dict(param_names)
+        self.eqns, alias = flatten(closed, self.consts)
+        self.act_invars = list(act_invars)
+        self.outvars = [a if isinstance(a, core.Literal) else _res(alias, a) for a in closed.jaxpr.outvars]
+        self.uses: dict = {}
+        for e in self.eqns:
+            for a in e.ins:
+                if not isinstance(a, core.Literal):
+                    self.uses[a] = self.uses.get(a, 0) + 1
+        for a in self.outvars:
             if not isinstance(a, core.Literal):
-                uses[a] = uses.get(a, 0) + 1
-    for a in outvars:
-        if not isinstance(a, core.Literal):
-            uses[a] = uses.get(a, 0) + 2  # an output is never folded away
+                self.uses[a] = self.uses.get(a, 0) + 2  # an output is never folded away
+        self.layers: list[Layer] = [Layer("input", [], v) for v in act_invars]
+        self.by_var: dict = {v: layer for v, layer in zip(act_invars, self.layers)}
 
-    layers: list[Layer] = [Layer("input", [], v) for v in act_invars]
-    by_var: dict = {v: layer for v, layer in zip(act_invars, layers)}
-    skip = _softmax_groups(eqns, consts, outvars)
+    # ---- helpers the rules share
 
-    def refuse(e: Eqn, why: str):
+    def refuse(self, e: Eqn, why: str):
         ins = ", ".join(_desc(a) for a in e.ins)
         raise QuantizeError(f"quantize: unsupported op '{e.prim}' ({ins}) at {e.where}: {why}")
 
-    def producer(a, e):
-        if isinstance(a, core.Literal) or a not in by_var:
-            refuse(e, "operand is neither an activation nor a constant")
-        return by_var[a]
+    def producer(self, a, e: Eqn) -> Layer:
+        if isinstance(a, core.Literal) or a not in self.by_var:
+            self.refuse(e, "operand is neither an activation nor a constant")
+        return self.by_var[a]
 
-    def emit(kind, ins, out, e, **attrs):
+    def emit(self, kind: str, ins: list, out, e: Eqn, **attrs) -> Layer:
         layer = Layer(kind, ins, out, attrs, where=e.where)
-        layers.append(layer)
-        by_var[out] = layer
+        self.layers.append(layer)
+        self.by_var[out] = layer
         return layer
 
-    def fold(layer, old, new):
-        del by_var[old]
+    def fold(self, layer: Layer, old, new) -> None:
+        del self.by_var[old]
         layer.out = new
-        by_var[new] = layer
+        self.by_var[new] = layer
 
-    for idx, e in enumerate(eqns):
-        if idx in skip:
-            if skip[idx] is not None:
-                x, out = skip[idx]
-                emit("softmax", [producer(x, e)], out, e)
-            continue
-        if all(_is_const(a, consts) for a in e.ins):
-            vals = [_val(a, consts) for a in e.ins]
-            outs = e.primitive.bind(*vals, **e.params)
-            outs = outs if e.primitive.multiple_results else [outs]
-            for o, v in zip(e.outs, outs):
-                consts[o] = np.asarray(v)
-                if len(e.ins) == 1 and e.prim in _SHAPE_ONLY + ("broadcast_in_dim", "convert_element_type") \
-                        and e.ins[0] in origin:
-                    origin[o] = origin[e.ins[0]]
-            continue
-        out = e.outs[0]
-        if e.prim == "conv_general_dilated":
-            x, w = e.ins
-            if not _is_const(w, consts):
-                refuse(e, "the filter must be a constant (a weight)")
-            p = e.params
-            if tuple(map(tuple, p["dimension_numbers"])) != NHWC_HWIO:
-                refuse(e, "dimension numbers must be NHWC / HWIO / NHWC")
-            if set(p["lhs_dilation"]) != {1} or set(p["rhs_dilation"]) != {1} or p["batch_group_count"] != 1:
-                refuse(e, "dilated or batch-grouped convolutions are not supported")
-            cin = x.aval.shape[3]
-            groups = p["feature_group_count"]
-            wv = _val(w, consts)
-            attrs = dict(w=wv, w_var=w, stride=tuple(p["window_strides"]),
-                         padding=tuple(tuple(q) for q in p["padding"]))
-            if groups == 1:
-                emit("conv", [producer(x, e)], out, e, **attrs)
-            elif groups == cin and wv.shape[2] == 1:
-                emit("depthwise", [producer(x, e)], out, e, ch_mult=wv.shape[3] // cin, **attrs)
-            else:
-                refuse(e, f"feature_group_count {groups} is neither 1 nor the input channels {cin}")
-        elif e.prim == "dot_general":
-            x, w = e.ins
-            (lc, rc), (lb, rb) = e.params["dimension_numbers"]
-            if not _is_const(w, consts) or len(x.aval.shape) != 2 or len(w.aval.shape) != 2 \
-                    or tuple(lc) != (1,) or tuple(rc) != (0,) or lb or rb:
-                refuse(e, "only activation[batch, in] @ constant[in, out] is a dense layer")
-            emit("dense", [producer(x, e)], out, e, w=_val(w, consts), w_var=w)
-        elif e.prim == "add":
-            a, b = e.ins
-            if _is_const(a, consts):
-                a, b = b, a
-            if _is_const(b, consts):
-                layer = producer(a, e)
-                bv = np.broadcast_to(_val(b, consts), out.aval.shape)
-                per_channel = bv.reshape(-1, bv.shape[-1])
-                if layer.kind not in ("conv", "depthwise", "dense") or "bias" in layer.attrs or layer.relu \
-                        or uses.get(a, 0) != 1 or not (per_channel == per_channel[:1]).all():
-                    refuse(e, "a constant may only be added as a per-channel bias right after a "
-                              "conv/depthwise/dense")
-                layer.attrs["bias"] = per_channel[0].astype(np.float32)
-                layer.attrs["b_var"] = b
-                fold(layer, a, out)
-            else:
-                if a.aval.shape != b.aval.shape:
-                    refuse(e, "the two activations must have one shape (no broadcasting)")
-                emit("add", [producer(a, e), producer(b, e)], out, e)
-        elif e.prim == "max":
-            a, b = e.ins
-            if _is_const(a, consts):
-                a, b = b, a
-            if not _is_const(b, consts) or np.any(_val(b, consts) != 0):
-                refuse(e, "only max(x, 0) (relu) is supported")
-            layer = producer(a, e)
-            if layer.kind not in ("conv", "depthwise", "dense", "add", "maxpool", "avgpool") \
-                    or layer.relu or uses.get(a, 0) != 1:
-                refuse(e, "relu must directly follow a conv/depthwise/dense/add/pool whose "
-                          "result nothing else reads")
-            layer.relu = True
-            fold(layer, a, out)
-        elif e.prim == "reduce_window_max":
-            _pool(e, refuse, emit, producer, "maxpool")
-        elif e.prim == "reduce_window_sum":
-            _pool(e, refuse, emit, producer, "windowsum")
-        elif e.prim == "reduce_sum":
-            x = e.ins[0]
-            if len(x.aval.shape) != 4 or tuple(e.params["axes"]) != (1, 2):
-                refuse(e, "only a sum over axes (1, 2) of an NHWC tensor (global average pool)")
-            emit("spatialsum", [producer(x, e)], out, e)
-        elif e.prim == "div":
-            a, b = e.ins
-            layer = producer(a, e)
-            if layer.kind not in ("windowsum", "spatialsum") or not _is_const(b, consts) or uses.get(a, 0) != 1:
-                refuse(e, "division is only supported as the mean of a window or spatial sum")
-            d = np.unique(_val(b, consts))
-            n = int(np.prod(layer.attrs["window"])) if layer.kind == "windowsum" else \
-                int(np.prod(layer.ins[0].out.aval.shape[1:3]))
-            if d.size != 1 or d[0] != n:
-                refuse(e, f"the divisor {d.tolist()} is not the window size {n}")
-            if layer.kind == "windowsum" and any(p != (0, 0) for p in layer.attrs["padding"]):
-                refuse(e, "an average pool whose float form counts padding as zeros differs from "
-                          "TFLite's (padding not counted); use VALID padding")
-            layer.kind = "avgpool" if layer.kind == "windowsum" else "gap"
-            fold(layer, a, out)
-        elif e.prim in _SHAPE_ONLY:
-            emit("reshape", [producer(e.ins[0], e)], out, e, shape=tuple(out.aval.shape))
-        elif e.prim in ("convert_element_type", "copy", "copy_p", "stop_gradient") \
-                and e.ins[0].aval.dtype == out.aval.dtype:
-            emit("reshape", [producer(e.ins[0], e)], out, e, shape=tuple(out.aval.shape))
+    def is_const(self, a) -> bool:
+        return _is_const(a, self.consts)
+
+    def val(self, a):
+        return _val(a, self.consts)
+
+    def const_first(self, e: Eqn) -> tuple:
+        """A binary op's operands with the constant, if any, second."""
+        a, b = e.ins
+        return (b, a) if self.is_const(a) else (a, b)
+
+    # ---- the walk
+
+    def graph(self) -> Graph:
+        skip = _softmax_groups(self.eqns, self.consts, self.outvars)
+        for idx, e in enumerate(self.eqns):
+            if idx in skip:
+                if skip[idx] is not None:
+                    x, out = skip[idx]
+                    self.emit("softmax", [self.producer(x, e)], out, e)
+                continue
+            if all(self.is_const(a) for a in e.ins):
+                self.fold_constant(e)
+                continue
+            rule = RULES.get(e.prim)
+            if rule is None:
+                self.refuse(e, _UNSUPPORTED)
+            rule(self, e, e.outs[0])
+        for layer in self.layers:
+            if layer.kind in ("windowsum", "spatialsum"):
+                raise QuantizeError(f"quantize: a window/spatial sum at {layer.where} is not divided by its "
+                                    "size (only averages are supported)")
+        for v in self.outvars:
+            if isinstance(v, core.Literal) or v not in self.by_var:
+                raise QuantizeError("quantize: every output must be computed from the inputs")
+        return Graph(self.act_invars, self.layers, self.outvars, self.consts, self.origin, self.eqns)
+
+    def fold_constant(self, e: Eqn) -> None:
+        """An equation of constants only: computed now; a reshape or cast of a named weight keeps its name."""
+        outs = e.primitive.bind(*[self.val(a) for a in e.ins], **e.params)
+        outs = outs if e.primitive.multiple_results else [outs]
+        for o, v in zip(e.outs, outs):
+            self.consts[o] = np.asarray(v)
+            if len(e.ins) == 1 and e.prim in _SHAPE_ONLY + ("broadcast_in_dim", "convert_element_type") \
+                    and e.ins[0] in self.origin:
+                self.origin[o] = self.origin[e.ins[0]]
+
+    # ---- one rule per primitive
+
+    def conv(self, e: Eqn, out) -> None:
+        x, w = e.ins
+        if not self.is_const(w):
+            self.refuse(e, "the filter must be a constant (a weight)")
+        p = e.params
+        if tuple(map(tuple, p["dimension_numbers"])) != NHWC_HWIO:
+            self.refuse(e, "dimension numbers must be NHWC / HWIO / NHWC")
+        if set(p["lhs_dilation"]) != {1} or set(p["rhs_dilation"]) != {1} or p["batch_group_count"] != 1:
+            self.refuse(e, "dilated or batch-grouped convolutions are not supported")
+        cin = x.aval.shape[3]
+        groups = p["feature_group_count"]
+        wv = self.val(w)
+        attrs = dict(w=wv, w_var=w, stride=tuple(p["window_strides"]), padding=tuple(tuple(q) for q in p["padding"]))
+        if groups == 1:
+            self.emit("conv", [self.producer(x, e)], out, e, **attrs)
+        elif groups == cin and wv.shape[2] == 1:
+            self.emit("depthwise", [self.producer(x, e)], out, e, ch_mult=wv.shape[3] // cin, **attrs)
         else:
-            refuse(e, "no int8 block for it (supported: conv, depthwise conv, dense, bias add, relu, "
-                      "max/avg pool, mean over H and W, add, softmax, reshape)")
-    for layer in layers:
-        if layer.kind in ("windowsum", "spatialsum"):
-            raise QuantizeError(f"quantize: a window/spatial sum at {layer.where} is not divided by its "
-                                "size (only averages are supported)")
-    for v in outvars:
-        if isinstance(v, core.Literal) or v not in by_var:
-            raise QuantizeError("quantize: every output must be computed from the inputs")
-    return Graph(list(act_invars), layers, outvars, consts, origin, eqns)
+            self.refuse(e, f"feature_group_count {groups} is neither 1 nor the input channels {cin}")
+
+    def dense(self, e: Eqn, out) -> None:
+        x, w = e.ins
+        (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+        if not self.is_const(w) or len(x.aval.shape) != 2 or len(w.aval.shape) != 2 \
+                or tuple(lc) != (1,) or tuple(rc) != (0,) or lb or rb:
+            self.refuse(e, "only activation[batch, in] @ constant[in, out] is a dense layer")
+        self.emit("dense", [self.producer(x, e)], out, e, w=self.val(w), w_var=w)
+
+    def add(self, e: Eqn, out) -> None:
+        a, b = self.const_first(e)
+        if not self.is_const(b):
+            if a.aval.shape != b.aval.shape:
+                self.refuse(e, "the two activations must have one shape (no broadcasting)")
+            self.emit("add", [self.producer(a, e), self.producer(b, e)], out, e)
+            return
+        layer = self.producer(a, e)
+        bv = np.broadcast_to(self.val(b), out.aval.shape)
+        per_channel = bv.reshape(-1, bv.shape[-1])
+        if layer.kind not in ("conv", "depthwise", "dense") or "bias" in layer.attrs or layer.relu \
+                or self.uses.get(a, 0) != 1 or not (per_channel == per_channel[:1]).all():
+            self.refuse(e, "a constant may only be added as a per-channel bias right after a conv/depthwise/dense")
+        layer.attrs["bias"] = per_channel[0].astype(np.float32)
+        layer.attrs["b_var"] = b
+        self.fold(layer, a, out)
+
+    def relu(self, e: Eqn, out) -> None:
+        a, b = self.const_first(e)
+        if not self.is_const(b) or np.any(self.val(b) != 0):
+            self.refuse(e, "only max(x, 0) (relu) is supported")
+        layer = self.producer(a, e)
+        if layer.kind not in ("conv", "depthwise", "dense", "add", "maxpool", "avgpool") \
+                or layer.relu or self.uses.get(a, 0) != 1:
+            self.refuse(e, "relu must directly follow a conv/depthwise/dense/add/pool whose result nothing else reads")
+        layer.relu = True
+        self.fold(layer, a, out)
+
+    def maxpool(self, e: Eqn, out) -> None:
+        _pool(e, self.refuse, self.emit, self.producer, "maxpool")
+
+    def windowsum(self, e: Eqn, out) -> None:
+        _pool(e, self.refuse, self.emit, self.producer, "windowsum")
+
+    def spatialsum(self, e: Eqn, out) -> None:
+        x = e.ins[0]
+        if len(x.aval.shape) != 4 or tuple(e.params["axes"]) != (1, 2):
+            self.refuse(e, "only a sum over axes (1, 2) of an NHWC tensor (global average pool)")
+        self.emit("spatialsum", [self.producer(x, e)], out, e)
+
+    def mean(self, e: Eqn, out) -> None:
+        """A window or spatial sum divided by its size: the average pool or the global average pool."""
+        a, b = e.ins
+        layer = self.producer(a, e)
+        if layer.kind not in ("windowsum", "spatialsum") or not self.is_const(b) or self.uses.get(a, 0) != 1:
+            self.refuse(e, "division is only supported as the mean of a window or spatial sum")
+        d = np.unique(self.val(b))
+        n = int(np.prod(layer.attrs["window"])) if layer.kind == "windowsum" else \
+            int(np.prod(layer.ins[0].out.aval.shape[1:3]))
+        if d.size != 1 or d[0] != n:
+            self.refuse(e, f"the divisor {d.tolist()} is not the window size {n}")
+        if layer.kind == "windowsum" and any(p != (0, 0) for p in layer.attrs["padding"]):
+            self.refuse(e, "an average pool whose float form counts padding as zeros differs from "
+                           "TFLite's (padding not counted); use VALID padding")
+        layer.kind = "avgpool" if layer.kind == "windowsum" else "gap"
+        self.fold(layer, a, out)
+
+    def reshape(self, e: Eqn, out) -> None:
+        self.emit("reshape", [self.producer(e.ins[0], e)], out, e, shape=tuple(out.aval.shape))
+
+    def copy(self, e: Eqn, out) -> None:
+        """A cast to the same dtype or a copy: a reshape to the same shape."""
+        if e.ins[0].aval.dtype != out.aval.dtype:
+            self.refuse(e, _UNSUPPORTED)
+        self.reshape(e, out)
+
+
+# primitive -> its rule (the one table of what quantize() accepts)
+RULES = {"conv_general_dilated": _Builder.conv, "dot_general": _Builder.dense, "add": _Builder.add,
+         "max": _Builder.relu, "reduce_window_max": _Builder.maxpool, "reduce_window_sum": _Builder.windowsum,
+         "reduce_sum": _Builder.spatialsum, "div": _Builder.mean,
+         **{prim: _Builder.reshape for prim in _SHAPE_ONLY},
+         **{prim: _Builder.copy for prim in ("convert_element_type", "copy", "copy_p", "stop_gradient")}}
 
 
 def _res(alias, a):
