@@ -65,7 +65,7 @@ def render() -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Write docs/cli.md from the parsers' own help.")
     p.add_argument("--check", action="store_true",
-                   help="write nothing; exit 1 with one line if docs/cli.md differs from what would be written")
+                   help="write nothing; exit 1 with one line if docs/cli.md differs from what it would write")
     a = p.parse_args(argv)
     text = render()
     if a.check:
