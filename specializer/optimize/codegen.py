@@ -24,7 +24,8 @@ _initialized = False
 # already LLVM's choice for the Cortex-M4, whose machine scheduler reorders afterwards; it matters
 # for functions built without that scheduler (libkernels/matmul_f32.c: the target feature
 # -use-misched), which would otherwise get the register-pressure DAG scheduler and lose the
-# order their loads were written in. Measured (all-args, est. cycles/MAC): see README.
+# order their loads were written in. Measured (all-args, est. cycles/MAC): docs/cost-model.md,
+# "Code for these timings".
 CODEGEN_OPTIONS = ("-arm-assume-misaligned-load-store", "-pre-RA-sched=source")
 
 
