@@ -6,8 +6,8 @@
  * specializer/capture/intrinsics.py, as are the vector forms `xla.F.vNf32`) and ldexp (f64 only, used
  * inside XLA's own f64 exp: never called from f32 code). Each is defined here within
  * the ulp error XLA's own gives (bounds measured on QEMU by tests/test_xla_math.py and listed in
- * README, "The kernel library"). Where newlib's libm is accurate (its fdlibm float code, about
- * 1 ulp) it is used; rsqrt is ours. Per-call cycle estimates are in the README. */
+ * docs/kernels.md). Where newlib's libm is accurate (its fdlibm float code, about
+ * 1 ulp) it is used; rsqrt is ours. Per-call cycle estimates are in docs/kernels.md. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>

@@ -95,7 +95,7 @@ def test_hanging_model_times_out(tmp_path, captured):
     assert_one_line_error(r, "did not finish")
 
 
-# ---- .ll input that is not what it should be: one line each (the README's "Bad input" table) ----
+# ---- .ll input that is not what it should be: one line each (docs/user-guide.md's "Bad input" table) ----
 
 
 from specializer import inputs  # noqa: E402

@@ -26,7 +26,7 @@ def globals_of(obj):
 
 
 def link_and_run(b, tmp_path):
-    """The README's commands: gcc links main.c + the bundle with newlib (rdimon), QEMU runs it."""
+    """docs/user-guide.md's commands: gcc links main.c + the bundle with newlib (rdimon), QEMU runs it."""
     elf = tmp_path / "model.elf"
     for cmd in bundle_mod.link_commands(b, str(elf)):
         cmd = [find_tool(cmd[0]), "-Wall", "-Wextra", "-Werror", *cmd[1:]]

@@ -25,7 +25,7 @@ sys.path.insert(0, str(DATA))
 import xla_math  # noqa: E402
 
 # Max ulp error against the float64 truth: (result normal, result subnormal). These are the
-# README's table. Where XLA's HLO composes a function from others (exp2 = exp(x ln 2), sinh,
+# table in docs/kernels.md. Where XLA's HLO composes a function from others (exp2 = exp(x ln 2), sinh,
 # cosh, erfc, erf_inv, logistic as polynomials or formulas in HLO), the bound is that formula's,
 # which XLA's own code has too.
 BOUNDS = {

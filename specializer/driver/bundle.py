@@ -371,7 +371,7 @@ def read_printed(stdout: str, m: Manifest) -> list[np.ndarray]:
 
 
 def link_commands(b: Bundle, elf: str = "model.elf") -> list[list[str]]:
-    """The gcc command that links main.c and the bundle for QEMU's mps2-an386 (the README's)."""
+    """The gcc command that links main.c and the bundle for QEMU's mps2-an386 (docs/user-guide.md's)."""
     d = b.dir
     return [["arm-none-eabi-gcc", *GCC_TARGET.split(), "-O2", "--specs=rdimon.specs", "-nostartfiles",
              "-Wl,--gc-sections", "-Wl,--no-enum-size-warning", "-T", str(d / "qemu" / "link.ld"),

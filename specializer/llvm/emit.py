@@ -17,8 +17,9 @@ from specializer.target import TARGET
 # already LLVM's choice for the Cortex-M4, whose machine scheduler reorders afterwards; it matters
 # for functions built without that scheduler (libkernels/matmul_f32.c: the target feature
 # -use-misched), which would otherwise get the register-pressure DAG scheduler and lose the
-# order their loads were written in. Both act in code generation only (machine passes), so they
-# are set around emission.
+# order their loads were written in (measured, all-args est. cycles/MAC: docs/cost-model.md, "Code
+# for these timings"). Both act in code generation only (machine passes), so they are set around
+# emission.
 CODEGEN_OPTIONS = {"arm-assume-misaligned-load-store": "true", "pre-RA-sched": "source"}
 
 

@@ -3,7 +3,7 @@
 QEMU models no timing, so this is an estimate, reported as "QEMU-counted instructions,
 TRM-weighted cycle estimate". Each executed instruction costs its class's cycles from the
 Cortex-M4 TRM (Table 3-1, processor instructions; Table 7-1, FPU instructions), zero wait
-states; `COSTS` is the table (the README prints it). A branch adds P = 2 (pipeline refill; the
+states; `COSTS` is the table (docs/cost-model.md prints it). A branch adds P = 2 (pipeline refill; the
 TRM gives 1-3) when it is taken.
 
 Load/store pipelining, per the TRM's load/store timings (section 3.3.2): a single load or store
