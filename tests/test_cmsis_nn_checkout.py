@@ -1,8 +1,8 @@
 """A real CMSIS-NN checkout (SPECIALIZER_CMSIS_NN) builds into libjit and gives the shim's
 results: every int8 example (an example whose name has "int8" in it: mlp_int8, kws_int8, ...),
 every variant, outputs compared word for word with the shim build's on QEMU. The checkout
-declares the API captured models call (cmsis_api, checked by cmsis_checkout), and its *_get_buffer_size functions, run
-on QEMU, ask for the scratch capture gives each call.
+declares the API captured models call (cmsis_api's table, checked by cmsis_checkout), and its
+*_get_buffer_size functions, run on QEMU, ask for the scratch capture gives each call.
 
 CMSIS-NN's sources are never committed and CI has none: give checkouts with
 SPECIALIZER_TEST_CMSIS_NN=/path/to/CMSIS-NN[:/another/checkout]; without it these tests skip."""

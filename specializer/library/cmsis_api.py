@@ -97,15 +97,21 @@ STRUCTS = {
 }  # fmt: skip
 
 
+def _round_up(v: int, align: int) -> int:
+    return -(-v // align) * align
+
+
 def _size_align(ctype: str) -> tuple[int, int]:
     """sizeof and alignof on thumbv7em (AAPCS): a pointer and an int32_t are 4 and 4; a struct
-    aligns as its widest field and its size rounds up to that. The tables hold no other type."""
+    aligns as its widest field and its size rounds up to that."""
     if ctype.endswith("*") or ctype == "int32_t":
         return 4, 4
+    if ctype not in STRUCTS:
+        raise ValueError(f"cmsis_api: no size for C type {ctype!r} (give it one here)")
     fields = layout(ctype)
     align = max(_size_align(t)[1] for t, _, _ in fields)
     end = max(off + _size_align(t)[0] for t, _, off in fields)
-    return -(-end // align) * align, align
+    return _round_up(end, align), align
 
 
 def layout(struct: str) -> list[tuple[str, str, int]]:
@@ -113,7 +119,7 @@ def layout(struct: str) -> list[tuple[str, str, int]]:
     out, off = [], 0
     for ctype, name in STRUCTS[struct]:
         size, align = _size_align(ctype)
-        off = -(-off // align) * align
+        off = _round_up(off, align)
         out.append((ctype, name, off))
         off += size
     return out
