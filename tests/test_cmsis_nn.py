@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specializer.library import cmsis, libjit
+from specializer.library import cmsis, cmsis_api, libjit
 
 from specializer.run import qemu
 from specializer.errors import UserError
@@ -361,38 +361,28 @@ def conv_buffer_bytes(c):
 # =========================================================================== host (ctypes)
 
 
-class Tile(ctypes.Structure):
-    _fields_ = [("w", ctypes.c_int32), ("h", ctypes.c_int32)]
+def _host_type(c_type: str) -> type:
+    if c_type.endswith("*"):
+        return ctypes.c_void_p
+    return STRUCT[c_type] if c_type in STRUCT else {"int32_t": ctypes.c_int32}[c_type]
 
 
-class Activation(ctypes.Structure):
-    _fields_ = [("min", ctypes.c_int32), ("max", ctypes.c_int32)]
+def _host_struct(name: str) -> type:
+    """cmsis_api's struct as a ctypes.Structure (the host's layout), fields by the table's names."""
+    return type(name, (ctypes.Structure,), {"_fields_": [(n, _host_type(t)) for t, n in cmsis_api.STRUCTS[name]]})
 
 
-class Context(ctypes.Structure):
-    _fields_ = [("buf", ctypes.c_void_p), ("size", ctypes.c_int32)]
+STRUCT: dict[str, type] = {}
+for _name in cmsis_api.STRUCTS:  # nested structs come first in the table
+    STRUCT[_name] = _host_struct(_name)
+Tile, Activation, Context, Dims, ConvParams, PerChannel, PerTensor, FcParams = (STRUCT[f"cmsis_nn_{n}"] for n in (
+    "tile", "activation", "context", "dims", "conv_params", "per_channel_quant_params", "per_tensor_quant_params",
+    "fc_params"))  # fmt: skip
 
 
-class Dims(ctypes.Structure):
-    _fields_ = [(f, ctypes.c_int32) for f in "nhwc"]
-
-
-class ConvParams(ctypes.Structure):
-    _fields_ = [("input_offset", ctypes.c_int32), ("output_offset", ctypes.c_int32), ("stride", Tile),
-                ("padding", Tile), ("dilation", Tile), ("activation", Activation)]  # fmt: skip
-
-
-class PerChannel(ctypes.Structure):
-    _fields_ = [("multiplier", ctypes.c_void_p), ("shift", ctypes.c_void_p)]
-
-
-class PerTensor(ctypes.Structure):
-    _fields_ = [("multiplier", ctypes.c_int32), ("shift", ctypes.c_int32)]
-
-
-class FcParams(ctypes.Structure):
-    _fields_ = [("input_offset", ctypes.c_int32), ("filter_offset", ctypes.c_int32),
-                ("output_offset", ctypes.c_int32), ("activation", Activation)]  # fmt: skip
+def nn_call(lib, fn: str, **args) -> int:
+    """A CMSIS-NN function of the host library called with its arguments by parameter name."""
+    return getattr(lib, fn)(*cmsis_api.call_args(fn, **args))
 
 
 def ptr(a):
@@ -431,17 +421,25 @@ def run_host(lib, c):
         return out
     if c["kind"] == "fc":
         out = np.zeros((c["batch"], c["outs"]), np.int8)
-        params = FcParams(c["in_off"], c["w_off"], c["out_off"], Activation(*c["act"]))
-        st = lib.arm_fully_connected_s8(
-            ctypes.byref(Context(None, 0)), ctypes.byref(params), ctypes.byref(PerTensor(c["mult"], c["shift"])),
-            ctypes.byref(Dims(c["batch"], 1, 1, c["depth"])), ptr(c["inp"]),
-            ctypes.byref(Dims(c["depth"], 1, 1, c["outs"])), ptr(c["w"]), ctypes.byref(Dims(1, 1, 1, c["outs"])),
-            ptr(c["bias"]), ctypes.byref(Dims(c["batch"], 1, 1, c["outs"])), ptr(out))  # fmt: skip
+        params = FcParams(input_offset=c["in_off"], filter_offset=c["w_off"], output_offset=c["out_off"],
+                          activation=Activation(min=c["act"][0], max=c["act"][1]))
+        st = nn_call(
+            lib, "arm_fully_connected_s8", ctx=ctypes.byref(Context(buf=None, size=0)), fc_params=ctypes.byref(params),
+            quant_params=ctypes.byref(PerTensor(multiplier=c["mult"], shift=c["shift"])),
+            input_dims=ctypes.byref(Dims(c["batch"], 1, 1, c["depth"])), input_data=ptr(c["inp"]),
+            filter_dims=ctypes.byref(Dims(c["depth"], 1, 1, c["outs"])), filter_data=ptr(c["w"]),
+            bias_dims=ctypes.byref(Dims(1, 1, 1, c["outs"])), bias_data=ptr(c["bias"]),
+            output_dims=ctypes.byref(Dims(c["batch"], 1, 1, c["outs"])), output_data=ptr(out))  # fmt: skip
         assert st == 0
         return out.ravel()
     out, st = conv_host(lib, c, with_buffer=True)
     assert st == 0
     return out.ravel()
+
+
+def tile(hw):
+    """A cmsis_nn_tile of a case's (h, w) pair."""
+    return Tile(w=hw[1], h=hw[0])
 
 
 def conv_host(lib, c, with_buffer):
@@ -453,14 +451,17 @@ def conv_host(lib, c, with_buffer):
     size = lib.arm_convolve_s8_get_buffer_size(ctypes.byref(in_dims), ctypes.byref(f_dims))
     assert size == conv_buffer_bytes(c)
     buf = np.zeros(size // 2 + 2, np.int16)
-    ctx = Context(buf.ctypes.data if with_buffer else None, size)
-    params = ConvParams(c["in_off"], c["out_off"], Tile(c["stride"][1], c["stride"][0]),
-                        Tile(c["pad"][1], c["pad"][0]), Tile(c["dil"][1], c["dil"][0]), Activation(*c["act"]))
+    ctx = Context(buf=buf.ctypes.data if with_buffer else None, size=size)
+    params = ConvParams(input_offset=c["in_off"], output_offset=c["out_off"], stride=tile(c["stride"]),
+                        padding=tile(c["pad"]), dilation=tile(c["dil"]),
+                        activation=Activation(min=c["act"][0], max=c["act"][1]))
     out = np.zeros((nb, oh, ow, oc), np.int8)
-    st = lib.arm_convolve_s8(ctypes.byref(ctx), ctypes.byref(params),
-                             ctypes.byref(PerChannel(c["mult"].ctypes.data, c["shift"].ctypes.data)), ctypes.byref(in_dims),
-                             ptr(c["inp"]), ctypes.byref(f_dims), ptr(c["filt"]), ctypes.byref(Dims(1, 1, 1, oc)),
-                             ptr(c["bias"]), up, ctypes.byref(Dims(nb, oh, ow, oc)), ptr(out))  # fmt: skip
+    quant = PerChannel(multiplier=c["mult"].ctypes.data, shift=c["shift"].ctypes.data)
+    st = nn_call(lib, "arm_convolve_s8", ctx=ctypes.byref(ctx), conv_params=ctypes.byref(params),
+                 quant_params=ctypes.byref(quant), input_dims=ctypes.byref(in_dims), input_data=ptr(c["inp"]),
+                 filter_dims=ctypes.byref(f_dims), filter_data=ptr(c["filt"]),
+                 bias_dims=ctypes.byref(Dims(1, 1, 1, oc)), bias_data=ptr(c["bias"]), upscale_dims=up,
+                 output_dims=ctypes.byref(Dims(nb, oh, ow, oc)), output_data=ptr(out))  # fmt: skip
     return out, st
 
 

@@ -1,8 +1,8 @@
 """A real CMSIS-NN checkout (SPECIALIZER_CMSIS_NN) builds into libjit and gives the shim's
 results: every int8 example (an example whose name has "int8" in it: mlp_int8, kws_int8, ...),
 every variant, outputs compared word for word with the shim build's on QEMU. The checkout
-declares the API captured models call (cmsis_api), and its *_get_buffer_size functions, run
-on QEMU, ask for the scratch capture gives each call.
+declares the API captured models call (cmsis_api's table, checked by cmsis_checkout), and its
+*_get_buffer_size functions, run on QEMU, ask for the scratch capture gives each call.
 
 CMSIS-NN's sources are never committed and CI has none: give checkouts with
 SPECIALIZER_TEST_CMSIS_NN=/path/to/CMSIS-NN[:/another/checkout]; without it these tests skip."""
@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from specializer.library import cmsis, cmsis_api, libjit
+from specializer.library import cmsis, cmsis_checkout, libjit
 
 from specializer.capture import cmsis_calls
 
@@ -80,8 +80,8 @@ def test_checkout_matches_shim_in_every_variant(checkout, name, captured, tmp_pa
 @pytest.mark.parametrize("checkout", ROOTS)
 def test_checkout_declares_the_api_capture_emits(checkout):
     nn = cmsis.cmsis_nn(checkout)
-    cmsis_api.check(nn.root, find_tool("clang-19"),
-                    libjit.compile_flags(repo_root() / "libkernels", nn, cmsis.cmsis_dsp()))  # fmt: skip
+    cmsis_checkout.check(nn.root, find_tool("clang-19"),
+                         libjit.compile_flags(repo_root() / "libkernels", nn, cmsis.cmsis_dsp()))  # fmt: skip
 
 
 # (input dims, filter dims): kws_int8's convolutions and odd shapes

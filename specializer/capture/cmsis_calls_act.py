@@ -2,17 +2,10 @@
 
 The weighted layers (conv, depthwise, dense) are specializer/capture/cmsis_calls.py's; these follow the
 same rules: one custom call "cmsis_nn.<op>" becomes one call of CMSIS-NN's s8 function with its
-exact signature (v7.0.0's, unchanged since v6.0.0), structs as constant globals named after the
-block's scope:
-
-  avgpool_s8          arm_avgpool_s8(ctx, pool_params, input_dims, input, filter_dims,
-                                     output_dims, output)
-  max_pool_s8         arm_max_pool_s8(...same...)
-  elementwise_add_s8  arm_elementwise_add_s8(input_1, input_2, input_1_offset, input_1_mult,
-                                             input_1_shift, input_2_offset, input_2_mult,
-                                             input_2_shift, left_shift, output, out_offset,
-                                             out_mult, out_shift, act_min, act_max, block_size)
-  softmax_s8          void arm_softmax_s8(input, num_rows, row_size, mult, shift, diff_min, output)
+exact signature (v7.0.0's, unchanged since v6.0.0; specializer/library/cmsis_api.py), arguments
+and struct fields given by name, structs as constant globals named after the block's scope:
+avgpool_s8 -> arm_avgpool_s8, max_pool_s8 -> arm_max_pool_s8, elementwise_add_s8 ->
+arm_elementwise_add_s8, softmax_s8 -> arm_softmax_s8.
 
 arm_avgpool_s8's scratch (one int32 per channel with the DSP extension, what
 arm_avgpool_s8_get_buffer_size returns on Cortex-M4) comes from the memory plan's shared
@@ -21,7 +14,16 @@ scratch global. What does not line up with the block's parameters raises NotLowe
 
 from __future__ import annotations
 
-from specializer.capture.cmsis_calls import STATUS, NotLowerable, _check, _context, _dims, _i32s, _overlap
+from specializer.capture.cmsis_calls import (
+    NotLowerable,
+    _activation,
+    _call,
+    _check,
+    _context,
+    _dims,
+    _overlap,
+    _struct,
+)
 from specializer.capture.libcalls import Operand
 from specializer.capture.thunks import LibCall
 
@@ -49,15 +51,15 @@ def _pool(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
     _check(out, "s8", p["output_dims"], "output", scope)
     (top, _), (left, _) = p["padding"]
     sh, sw = p["stride"]
-    lo, hi = p["activation"]
     fh, fw = p["filter"]
     avg = p["op"] == "avgpool_s8"
     scratch = avgpool_s8_buffer_size(p["input_dims"][3]) if avg else 0
-    call_args = (_context(f"{scope}.ctx", scratch), _i32s(f"{scope}.params", [sw, sh, left, top, lo, hi]),
-                 _dims(f"{scope}.input_dims", p["input_dims"]), x.slice,
-                 _dims(f"{scope}.filter_dims", (1, fh, fw, 1)),
-                 _dims(f"{scope}.output_dims", p["output_dims"]), out.slice)
-    return LibCall("arm_avgpool_s8" if avg else "arm_max_pool_s8", call_args, ret=STATUS, scratch=scratch)
+    pool = _struct(f"{scope}.params", "cmsis_nn_pool_params", stride={"w": sw, "h": sh},
+                   padding={"w": left, "h": top}, activation=_activation(p["activation"]))
+    return _call("arm_avgpool_s8" if avg else "arm_max_pool_s8", scratch, ctx=_context(f"{scope}.ctx", scratch),
+                 pool_params=pool, input_dims=_dims(f"{scope}.input_dims", p["input_dims"]), input_data=x.slice,
+                 filter_dims=_dims(f"{scope}.filter_dims", (1, fh, fw, 1)),
+                 output_dims=_dims(f"{scope}.output_dims", p["output_dims"]), output_data=out.slice)
 
 
 def _add(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
@@ -69,11 +71,11 @@ def _add(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
     for d in shape:
         size *= d
     lo, hi = p["activation"]
-    call_args = (args[0].slice, args[1].slice,
-                 p["input_1_offset"], p["input_1_mult"], p["input_1_shift"],
-                 p["input_2_offset"], p["input_2_mult"], p["input_2_shift"], p["left_shift"],
-                 out.slice, p["out_offset"], p["out_mult"], p["out_shift"], lo, hi, size)
-    return LibCall("arm_elementwise_add_s8", call_args, ret=STATUS)
+    same = ("input_1_offset", "input_1_mult", "input_1_shift", "input_2_offset", "input_2_mult", "input_2_shift",
+            "left_shift", "out_offset", "out_mult", "out_shift")  # the block names these as CMSIS-NN does
+    return _call("arm_elementwise_add_s8", input_1_vect=args[0].slice, input_2_vect=args[1].slice,
+                 output=out.slice, out_activation_min=lo, out_activation_max=hi, block_size=size,
+                 **{k: p[k] for k in same})
 
 
 def _softmax(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
@@ -84,8 +86,8 @@ def _softmax(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
         raise NotLowerable(f"{scope}: input is {x}, the block's parameters say {rows} rows of {row}")
     _check(x, "s8", x.dims, "input", scope)
     _check(out, "s8", x.dims, "output", scope)
-    call_args = (x.slice, rows, row, p["mult"], p["shift"], p["diff_min"], out.slice)
-    return LibCall("arm_softmax_s8", call_args, ret="void")
+    return _call("arm_softmax_s8", input=x.slice, num_rows=rows, row_size=row, mult=p["mult"], shift=p["shift"],
+                 diff_min=p["diff_min"], output=out.slice)
 
 
 def _count(op: Operand) -> int:

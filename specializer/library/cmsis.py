@@ -3,7 +3,7 @@
 CMSIS-DSP comes from the `cmsisdsp` source distribution (pinned, hash-checked, fetched with pip).
 CMSIS-NN is either a checkout the user points at (SPECIALIZER_CMSIS_NN or --cmsis-nn) or the
 API-compatible shim in cmsis_nn_shim/. Captured models call CMSIS-NN v7.0.0's API; libjit.build
-checks a checkout's headers against it (cmsis_api.py).
+checks a checkout's headers against it (cmsis_api.py's table, cmsis_checkout.py).
 """
 
 from __future__ import annotations

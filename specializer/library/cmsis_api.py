@@ -1,29 +1,23 @@
-"""The CMSIS-NN API captured models and libjit call, and the check a real checkout must pass.
+"""The CMSIS-NN API captured models and libjit call, written once.
 
 Capture writes CMSIS-NN calls into model.ll (specializer/capture/cmsis_calls.py) before any CMSIS-NN
 is chosen: the calls, the constant structs they point at and the scratch sizes are those of
-ONE API, CMSIS-NN v7.0.0's, which the shim implements. A checkout given with
-SPECIALIZER_CMSIS_NN must declare the same: each function below with these parameter types,
-each struct field capture writes at the byte offset it writes it to. One C file of
-function-pointer initializations and `_Static_assert`s, compiled against the checkout's own
-headers with the library's flags, checks it; clang's first error names what differs, and the
-build stops with one line (an older checkout, v6.0.0: `arm_convolve_s8` without upscale_dims).
+ONE API, CMSIS-NN v7.0.0's, which the shim implements. The tables below declare it: each
+function with its parameters, each struct capture writes with its fields, by name and C type.
+Everything else is derived from them: capture's call arguments and constant structs, given
+by name (`call_args`, `struct_const`); the byte layout on Cortex-M4 (`layout`); and the check a
+checkout must pass (cmsis_checkout.py).
 """
 
 from __future__ import annotations
 
-import re
-import subprocess
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
-
-from specializer.errors import UserError
 
 VERSION = "v7.0.0"
 
 _DIMS = "const cmsis_nn_dims *"
 _S8 = "const int8_t *"
+_CTX = ("const cmsis_nn_context *", "ctx")
 
 
 @dataclass(frozen=True)
@@ -38,19 +32,19 @@ class Function:
 
 def _layer(params_type: str, quant_type: str) -> tuple[tuple[str, str], ...]:
     params = params_type.removeprefix("cmsis_nn_")
-    return (("const cmsis_nn_context *", "ctx"), (f"const {params_type} *", params),
-            (f"const {quant_type} *", "quant_params"), (_DIMS, "input_dims"), (_S8, "input_data"),
-            (_DIMS, "filter_dims"), (_S8, "filter_data"), (_DIMS, "bias_dims"),
-            ("const int32_t *", "bias_data"))  # fmt: skip
+    return (_CTX, (f"const {params_type} *", params), (f"const {quant_type} *", "quant_params"),
+            (_DIMS, "input_dims"), (_S8, "input_data"), (_DIMS, "filter_dims"), (_S8, "filter_data"),
+            (_DIMS, "bias_dims"), ("const int32_t *", "bias_data"))  # fmt: skip
 
 
 _OUT = ((_DIMS, "output_dims"), ("int8_t *", "output_data"))
-_POOL = (("const cmsis_nn_context *", "ctx"), ("const cmsis_nn_pool_params *", "pool_params"), (_DIMS, "input_dims"),
-         (_S8, "input_data"), (_DIMS, "filter_dims")) + _OUT
+_POOL = (_CTX, ("const cmsis_nn_pool_params *", "pool_params"), (_DIMS, "input_dims"), (_S8, "input_data"),
+         (_DIMS, "filter_dims")) + _OUT  # fmt: skip
 
 
 def _i32(*names: str) -> tuple[tuple[str, str], ...]:
     return tuple(("const int32_t", n) for n in names)
+
 
 _STATUS = "arm_cmsis_nn_status"
 
@@ -79,75 +73,107 @@ FUNCTIONS = (
               ("const int32_t", "rhs_rows"), ("const int32_t", "rhs_cols"), ("const int32_t", "lhs_offset"),
               ("const int32_t", "dst_idx_offset"))),
 )  # fmt: skip
+_FUNCTION = {f.name: f for f in FUNCTIONS}
 
-# The structs capture writes as constant globals, each field a 32-bit word (an i32 or a
-# pointer) at 4 x its position: the order cmsis_calls writes them in.
-LAYOUTS = {
-    "cmsis_nn_context": ("buf", "size"),
-    "cmsis_nn_dims": ("n", "h", "w", "c"),
-    "cmsis_nn_conv_params": ("input_offset", "output_offset", "stride.w", "stride.h", "padding.w",
-                             "padding.h", "dilation.w", "dilation.h", "activation.min", "activation.max"),
-    "cmsis_nn_dw_conv_params": ("input_offset", "output_offset", "ch_mult", "stride.w", "stride.h",
-                                "padding.w", "padding.h", "dilation.w", "dilation.h", "activation.min",
-                                "activation.max"),
-    "cmsis_nn_pool_params": ("stride.w", "stride.h", "padding.w", "padding.h", "activation.min", "activation.max"),
-    "cmsis_nn_fc_params": ("input_offset", "filter_offset", "output_offset", "activation.min", "activation.max"),
-    "cmsis_nn_per_channel_quant_params": ("multiplier", "shift"),
-    "cmsis_nn_per_tensor_quant_params": ("multiplier", "shift"),
+_TILE = "cmsis_nn_tile"
+_ACT = ("cmsis_nn_activation", "activation")
+
+# Every struct capture writes as a constant global, field by field as v7.0.0 declares it:
+# (C type, field name) in declaration order. A struct a field nests comes before it.
+STRUCTS = {
+    "cmsis_nn_tile": (("int32_t", "w"), ("int32_t", "h")),
+    "cmsis_nn_activation": (("int32_t", "min"), ("int32_t", "max")),
+    "cmsis_nn_context": (("void *", "buf"), ("int32_t", "size")),
+    "cmsis_nn_dims": (("int32_t", "n"), ("int32_t", "h"), ("int32_t", "w"), ("int32_t", "c")),
+    "cmsis_nn_conv_params": (("int32_t", "input_offset"), ("int32_t", "output_offset"), (_TILE, "stride"),
+                             (_TILE, "padding"), (_TILE, "dilation"), _ACT),
+    "cmsis_nn_dw_conv_params": (("int32_t", "input_offset"), ("int32_t", "output_offset"), ("int32_t", "ch_mult"),
+                                (_TILE, "stride"), (_TILE, "padding"), (_TILE, "dilation"), _ACT),
+    "cmsis_nn_pool_params": ((_TILE, "stride"), (_TILE, "padding"), _ACT),
+    "cmsis_nn_fc_params": (("int32_t", "input_offset"), ("int32_t", "filter_offset"), ("int32_t", "output_offset"),
+                           _ACT),
+    "cmsis_nn_per_channel_quant_params": (("int32_t *", "multiplier"), ("int32_t *", "shift")),
+    "cmsis_nn_per_tensor_quant_params": (("int32_t", "multiplier"), ("int32_t", "shift")),
 }  # fmt: skip
 
 
-def probe_source() -> tuple[str, dict[int, str]]:
-    """The C file that compiles only against v7.0.0's API, and line -> what that line checks."""
-    lines = ['#include <stddef.h>', '#include "arm_nnfunctions.h"', '#include "arm_nnsupportfunctions.h"']
-    what: dict[int, str] = {}
-    for f in FUNCTIONS:
-        types = ", ".join(t for t, _ in f.params)
-        lines.append(f"{f.ret} (*const probe_{f.name})({types}) = {f.name};")
-        what[len(lines)] = f"function {f.name}"
-    for struct, fields in LAYOUTS.items():
-        for i, field in enumerate(fields):
-            lines.append(f'_Static_assert(offsetof({struct}, {field}) == {4 * i}, "{struct}.{field}");')
-            what[len(lines)] = f"struct {struct}: field {field}"
-        lines.append(f'_Static_assert(sizeof({struct}) == {4 * len(fields)}, "sizeof {struct}");')
-        what[len(lines)] = f"struct {struct}: size"
-    return "\n".join(lines) + "\n", what
+def _round_up(v: int, align: int) -> int:
+    return -(-v // align) * align
 
 
-def _expected(what: str) -> str:
-    kind, _, name = what.partition(" ")
-    if kind == "function":
-        f = next(f for f in FUNCTIONS if f.name == name)
-        return f"{f.ret} {f.prototype()}"
-    struct, _, field = name.partition(": ")
-    fields = LAYOUTS[struct]
-    if field == "size":
-        return f"{struct} is {4 * len(fields)} bytes"
-    return f"{struct}.{field.removeprefix('field ')} at byte {4 * fields.index(field.removeprefix('field '))}"
+def _size_align(ctype: str) -> tuple[int, int]:
+    """sizeof and alignof on thumbv7em (AAPCS): a pointer and an int32_t are 4 and 4; a struct
+    aligns as its widest field and its size rounds up to that."""
+    if ctype.endswith("*") or ctype == "int32_t":
+        return 4, 4
+    if ctype not in STRUCTS:
+        raise ValueError(f"cmsis_api: no size for C type {ctype!r} (give it one here)")
+    fields = layout(ctype)
+    align = max(_size_align(t)[1] for t, _, _ in fields)
+    end = max(off + _size_align(t)[0] for t, _, off in fields)
+    return _round_up(end, align), align
 
 
-_DIAG = re.compile(r"^(.*?):(\d+):\d+: (?:fatal )?error: (.*)$", re.M)
+def layout(struct: str) -> list[tuple[str, str, int]]:
+    """(C type, field name, byte offset) of each field of `struct`, in order."""
+    out, off = [], 0
+    for ctype, name in STRUCTS[struct]:
+        size, align = _size_align(ctype)
+        off = _round_up(off, align)
+        out.append((ctype, name, off))
+        off += size
+    return out
 
 
-def check(root: Path, clang: str, flags: list[str]) -> None:
-    """Raise one UserError line when the checkout at `root` (compiled with `flags`, its include
-    paths among them) does not declare what FUNCTIONS and LAYOUTS say."""
-    src, what = probe_source()
-    with tempfile.TemporaryDirectory() as tmp:
-        probe = Path(tmp) / "probe.c"
-        probe.write_text(src)
-        r = subprocess.run([clang, *flags, "-fsyntax-only", "-Werror=incompatible-function-pointer-types",
-                            str(probe)], capture_output=True, text=True)  # fmt: skip
-    if r.returncode == 0:
-        return
-    advice = (f"captured models call CMSIS-NN {VERSION}'s API (the shim's): use a {VERSION} checkout "
-              "or a later one with the same API")
-    m = _DIAG.search(r.stderr)
-    if m and m.group(1) == str(probe) and int(m.group(2)) in what:
-        item = what[int(m.group(2))]
-        found = "is not declared" if "undeclared" in m.group(3) else "differs"
-        raise UserError(f"CMSIS-NN checkout at {root}: {item} {found} (CMSIS-NN {VERSION}: "
-                        f"{_expected(item)}); {advice}")
-    first = (f"{Path(m.group(1)).name if m.group(1) == str(probe) else m.group(1)}:{m.group(2)}: {m.group(3)}"
-             if m else (r.stderr.strip().splitlines() or ["no output"])[0])
-    raise UserError(f"CMSIS-NN checkout at {root}: its headers do not compile for Cortex-M4 ({first}); {advice}")
+def sizeof(struct: str) -> int:
+    return _size_align(struct)[0]
+
+
+def _by_name(what: str, declared: tuple[tuple[str, str], ...], given: dict) -> list:
+    """(C type, value) of each declared (C type, name), in declared order, from `given` by name;
+    a missing or unknown name raises TypeError."""
+    names = [n for _, n in declared]
+    if set(given) != set(names):
+        missing, extra = sorted(set(names) - set(given)), sorted(set(given) - set(names))
+        raise TypeError(f"{what}: missing {missing}, unknown {extra} (it has {names})")
+    return [(ctype, given[n]) for ctype, n in declared]
+
+
+def _words(struct: str, values: dict) -> list[tuple[str, str]]:
+    """(LLVM type, LLVM value) of every scalar of `struct` in memory order, fields from `values`."""
+    if not isinstance(values, dict):
+        raise TypeError(f"{struct}: give its fields by name (a dict), not {values!r}")
+    words = []
+    for ctype, v in _by_name(struct, STRUCTS[struct], values):
+        if ctype in STRUCTS:
+            words += _words(ctype, v)
+        elif ctype.endswith("*"):
+            words.append(("ptr", "null" if v is None else v))
+        else:
+            words.append(("i32", str(int(v))))
+    return words
+
+
+def struct_const(struct: str, **values) -> tuple[str, str]:
+    """(LLVM type, LLVM initializer) of a constant `struct` given field by field: an int for an
+    int32_t, a global's LLVM name ('@"x"', or '{scratch}') or None (null) for a pointer, a dict
+    of its fields for a nested struct. A missing or unknown field raises TypeError.
+
+    Every scalar is a 4-byte word and the struct has no padding (asserted), so the flat LLVM
+    type has the C layout; an all-int32 struct is an [N x i32], as model.ll has always had it."""
+    words = _words(struct, values)
+    assert 4 * len(words) == sizeof(struct), f"{struct} has padding or a field that is not a word"
+    if all(t == "i32" for t, _ in words):
+        return f"[{len(words)} x i32]", "[" + ", ".join(f"i32 {v}" for _, v in words) + "]"
+    return "{ " + ", ".join(t for t, _ in words) + " }", "{ " + ", ".join(f"{t} {v}" for t, v in words) + " }"
+
+
+def call_args(function: str, **args) -> tuple:
+    """The arguments of a call of `function`, given by parameter name, in parameter order. A
+    missing or unknown parameter raises TypeError."""
+    return tuple(v for _, v in _by_name(function, _FUNCTION[function].params, args))
+
+
+def llvm_ret(function: str) -> str:
+    """The LLVM return type of `function` (arm_cmsis_nn_status is an enum: an i32)."""
+    return {"void": "void", "int32_t": "i32", _STATUS: "i32"}[_FUNCTION[function].ret]

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from specializer.library import cmsis, cmsis_api, inline_asm
+from specializer.library import cmsis, cmsis_checkout, inline_asm
 from specializer.errors import UserError
 from specializer.target import TARGET
 from specializer.tools import build_dir, find_tool, shipped
@@ -87,7 +87,7 @@ def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None, nn: cms
     digest = key.hexdigest()[:16]
     out = out_dir / f"libkernels-{digest}.bc"
     if nn.kind == "checkout":  # the API captured models call (cached or not: one compile, ~0.1 s)
-        cmsis_api.check(nn.root, clang, flags)
+        cmsis_checkout.check(nn.root, clang, flags)
     if out.exists():
         return Library(out, sources, nn.describe())
     obj_dir = out_dir / f"obj-{digest}"
