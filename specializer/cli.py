@@ -494,7 +494,7 @@ that passed in BASE and fails (or no longer builds) in NEW; 2 bad input (one lin
 
 
 def _diff(argv: list[str]) -> int:
-    from specializer.report import diff
+    from specializer.report import reportdiff
 
     p = argparse.ArgumentParser(prog="specialize diff", formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=DIFF_EPILOG,
@@ -502,15 +502,15 @@ def _diff(argv: list[str]) -> int:
                                             "a regression (for CI).")
     p.add_argument("base", metavar="BASE.json", help="the baseline report, e.g. the committed reports/variants.json")
     p.add_argument("new", metavar="NEW.json", help="the report to check")
-    p.add_argument("--fail-on", metavar="LIST", default="", help=diff.FAIL_ON_HELP)
+    p.add_argument("--fail-on", metavar="LIST", default="", help=reportdiff.FAIL_ON_HELP)
     p.add_argument("--format", choices=["text", "md", "json"], default="text",
                    help="plain-text table (default), Markdown (a CI job summary) or JSON (every value)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     a = p.parse_args(argv)
-    thresholds = diff.parse_fail_on(a.fail_on) if a.fail_on.strip() else ()
-    d = diff.compare(diff.load(Path(a.base)), diff.load(Path(a.new)), thresholds)
-    text = json.dumps(diff.as_dict(d), indent=1, sort_keys=True) + "\n" if a.format == "json" \
-        else diff.render(d, a.format)
+    thresholds = reportdiff.parse_fail_on(a.fail_on) if a.fail_on.strip() else ()
+    d = reportdiff.compare_reports(reportdiff.load(Path(a.base)), reportdiff.load(Path(a.new)), thresholds)
+    text = json.dumps(reportdiff.as_dict(d), indent=1, sort_keys=True) + "\n" if a.format == "json" \
+        else reportdiff.render(d, a.format)
     if a.output:
         Path(a.output).write_text(text)
     else:
@@ -529,14 +529,14 @@ exit status: 0 (whatever changed); 2 bad input (one line on stderr).
 
 
 def _diff_ir(argv: list[str]) -> int:
-    from specializer.report import diffir
+    from specializer.report import irdiff
 
     p = argparse.ArgumentParser(prog="specialize diff-ir", formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=DIFF_IR_EPILOG,
                                 description="Show what changed between two LLVM modules, function by function.")
     p.add_argument("a", metavar="A", help="the old module: a .ll file or a build directory")
     p.add_argument("b", metavar="B", help="the new module: a .ll file or a build directory")
-    p.add_argument("--stage", choices=diffir.STAGES, default="optimized",
+    p.add_argument("--stage", choices=irdiff.STAGES, default="optimized",
                    help="which module of a build directory (default optimized)")
     p.add_argument("-U", "--unified", type=int, default=3, metavar="N", help="lines of context (default 3)")
     p.add_argument("--names-only", action="store_true", help="list what changed, without the diffs")
@@ -544,9 +544,9 @@ def _diff_ir(argv: list[str]) -> int:
     a = p.parse_args(argv)
     if a.unified < 0:
         p.error("-U must be >= 0")
-    left, right = diffir.load(Path(a.a), a.stage), diffir.load(Path(a.b), a.stage)
-    d = diffir.compare(left, right, a.a, a.b, a.unified)
-    text = diffir.render(d, a.names_only)
+    left, right = irdiff.load(Path(a.a), a.stage), irdiff.load(Path(a.b), a.stage)
+    d = irdiff.compare_modules(left, right, a.a, a.b, a.unified)
+    text = irdiff.render(d, a.names_only)
     if a.output:
         try:
             Path(a.output).write_text(text)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from specializer.report import diffir
+from specializer.report import irdiff
 
 from specializer import inputs
 
@@ -74,7 +74,7 @@ def layer_clones(build_dir, weight: str) -> set[str]:
 
 
 def changes(a, b) -> dict:
-    d = diffir.compare(diffir.load(a), diffir.load(b))
+    d = irdiff.compare_modules(irdiff.load(a), irdiff.load(b))
     return {(c.status, c.name): c for c in d.changes}
 
 

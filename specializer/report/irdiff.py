@@ -85,7 +85,7 @@ def load(path: Path, stage: str = "optimized") -> difftext.DiffText:
     return difftext.render_module(mod, notes_for(ll))
 
 
-def compare(a: difftext.DiffText, b: difftext.DiffText, a_name: str = "A", b_name: str = "B",
+def compare_modules(a: difftext.DiffText, b: difftext.DiffText, a_name: str = "A", b_name: str = "B",
             context: int = 3) -> IrDiff:
     left = {e.key: e for e in a.entities}
     right = {e.key: e for e in b.entities}

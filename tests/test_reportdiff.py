@@ -10,7 +10,7 @@ import pytest
 
 from specializer import cli
 
-from specializer.report import diff, tables as report
+from specializer.report import reportdiff, tables as report
 from specializer.errors import UserError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,11 +164,11 @@ def test_single_comparison_json_is_accepted(tmp_path, capsys):
                                   "cycles:+2%%"])
 def test_bad_fail_on_syntax(spec):
     with pytest.raises(UserError, match="--fail-on"):
-        diff.parse_fail_on(spec)
+        reportdiff.parse_fail_on(spec)
 
 
 def test_fail_on_parses():
-    t = diff.parse_fail_on("cycles:+2%, flash:1%,ram:+0.5%,insns:+100")
+    t = reportdiff.parse_fail_on("cycles:+2%, flash:1%,ram:+0.5%,insns:+100")
     assert [str(x) for x in t] == ["cycles:+2%", "flash:+1%", "ram:+0.5%", "insns:+100"]
 
 
@@ -195,9 +195,9 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, base):
 
 def test_committed_report_diffs_clean_against_itself():
     p = ROOT / "reports" / "variants.json"
-    d = diff.compare(diff.load(p), diff.load(p), diff.parse_fail_on("cycles:+0%,flash:+0%,insns:+0%"))
+    d = reportdiff.compare_reports(reportdiff.load(p), reportdiff.load(p), reportdiff.parse_fail_on("cycles:+0%,flash:+0%,insns:+0%"))
     assert not d.regressed and not d.added and not d.removed
-    assert len(d.rows) == sum(len(m) for m in diff.load(p).models.values()) > 0
+    assert len(d.rows) == sum(len(m) for m in reportdiff.load(p).models.values()) > 0
 
 
 def test_version():

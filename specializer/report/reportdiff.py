@@ -192,7 +192,7 @@ def _ok(status: str) -> bool:
     return status in ("pass", "not run")
 
 
-def compare(base: Report, new: Report, thresholds: tuple[Threshold, ...] = ()) -> Diff:
+def compare_reports(base: Report, new: Report, thresholds: tuple[Threshold, ...] = ()) -> Diff:
     # per metric, the first field both reports have: a renamed or redefined metric (size -> flash)
     # is compared like for like, never one report's old field against the other's new one
     keys = {m.name: next((k for k in m.keys if k in base.keys and k in new.keys), None) for m in METRICS}
