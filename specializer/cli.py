@@ -322,8 +322,8 @@ def _bytes(text: str) -> int | None:
 
 
 def _specialize(argv: list[str]) -> int:
-    from specializer.optimize.variants import (DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, DEFAULT_UNROLL_CANDIDATES,
-                           VARIANTS)
+    from specializer.optimize.variants import (DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS,
+                                               DEFAULT_UNROLL_CANDIDATES, VARIANTS)
 
     p = argparse.ArgumentParser(
         prog="specialize", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SPECIALIZE_EPILOG,
@@ -398,7 +398,7 @@ def _specialize(argv: list[str]) -> int:
         if bad or not which:
             raise UserError(f"unknown variant '{bad[0] if bad else a.variants}' (have: {', '.join(VARIANTS)})")
     else:
-        which = ("separate", "lto", "llvm-funcspec", "dims") + (("all-args",) if a.mode == "all-args" else ())
+        which = tuple(v for v in VARIANTS if v != variants.ALL_ARGS or a.mode == variants.ALL_ARGS)
     if a.model is None and not a.print_pipeline:
         p.error("the following arguments are required: FILE.ll")
     model = inputs.load(Path(a.model)) if a.model else None
@@ -436,7 +436,7 @@ def _pipelines(model, which: tuple, options) -> str:
         if model is not None:
             tried = unroll_thresholds(model, v, options)
         else:  # no model: as for a captured one
-            tried = tuple(options.unroll_candidates) if v in ("dims", "all-args") and options.unroll_candidates \
+            tried = tuple(options.unroll_candidates) if v in variants.SPECIALIZING and options.unroll_candidates \
                 else (options.unroll_threshold,)
         for t in tried:
             label = v if len(tried) == 1 else f"{v} (auto, {t or 'llvm'})"

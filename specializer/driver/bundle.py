@@ -36,7 +36,7 @@ from specializer.inputs import Model
 from specializer.capture.manifest import Manifest, Tensor, np_dtype
 from specializer.tools import find_tool
 
-DEFAULT_VARIANT = "all-args"
+DEFAULT_VARIANT = variants.ALL_ARGS
 # numpy dtype -> C element type; bool is one byte 0/1; others are handed over as raw bits
 C_TYPES = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
            "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t",

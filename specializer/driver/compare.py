@@ -103,9 +103,9 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
             c = run(replace(options, unroll_threshold=t), d,
                     f" (unroll threshold {t or 'LLVM'})" if len(tried) > 1 else "")
             results.append(c)
-            if v == "dims" and c.passed and (c.dir / "profile.json").exists():
+            if v == variants.DIMS and c.passed and (c.dir / "profile.json").exists():
                 dims_costs[t] = (callchoice.read(c.dir), c.row.cycles or 0)
-        if v == "all-args" and not options.shape_only:
+        if v == variants.ALL_ARGS and not options.shape_only:
             for c in list(results):
                 if c.unroll_threshold in dims_costs and c.passed:
                     _choose_calls(options, out_dir, c.unroll_threshold, *dims_costs[c.unroll_threshold], results, run)

@@ -42,7 +42,7 @@ def build_and_measure(model: Model, variant: str, out_dir: Path, options: varian
     written beside the build (profile.txt, profile.json: what the per-call choice reads)."""
     say(f"building{note}")
     b = variants.build(model, variant, out_dir, options, annotate=annotate, context=context)
-    only = options.shape_only if variant == "all-args" else frozenset()
+    only = options.shape_only if variant == variants.ALL_ARGS else frozenset()
     spec = {}
     if b.specialized:
         spec = dict(clones=len(b.specialized.clones), refused=b.specialized.refused_by_budget,

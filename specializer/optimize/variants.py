@@ -64,15 +64,16 @@ from specializer.optimize.state import BuildContext, BuildState
 # pipeline on the model alone (and O2 on the libjit bitcode alone); the specializing variants
 # get the comparison's settings written into their passes' fields (pipeline_for). Zero weights
 # are visible once O2 has unrolled and folded the loads.
+DIMS, ALL_ARGS = "dims", "all-args"  # the two specializing variants (and specialize's two modes)
 PIPELINES = {
     "separate": "O2",
     "lto": "link,O2",
     "llvm-funcspec": "link,llvm-funcspec",
-    "dims": "link,specialize{mode=dims},constprop,O2",
-    "all-args": "relayout,link,specialize{mode=all-args},bufalias,constprop,O2,zeroweights",
+    DIMS: f"link,specialize{{mode={DIMS}}},constprop,O2",
+    ALL_ARGS: f"relayout,link,specialize{{mode={ALL_ARGS}}},bufalias,constprop,O2,zeroweights",
 }
 VARIANTS = tuple(PIPELINES)
-SPECIALIZING = ("dims", "all-args")
+SPECIALIZING = (DIMS, ALL_ARGS)
 
 # The unroll thresholds a comparison tries in the specializing variants, keeping the one that
 # measures fewer est. cycles (None: LLVM's own, 150 at O2). Once specialization has made trip
@@ -192,7 +193,7 @@ def pipeline_for(variant: str, options: Options = Options()) -> tuple:
     steps = pipeline.parse(PIPELINES[variant])
     if variant not in SPECIALIZING:
         return steps
-    t, only = options.unroll_threshold, options.shape_only if variant == "all-args" else frozenset()
+    t, only = options.unroll_threshold, options.shape_only if variant == ALL_ARGS else frozenset()
     fields = {Specialize: dict(rounds=max(1, options.rounds), max_growth=options.max_growth,
                                flash_budget=options.flash_budget, unroll_threshold=t,
                                pre_unroll=options.pre_unroll, shape_only=only),
