@@ -34,6 +34,7 @@ from specializer.optimize import variants
 from specializer.errors import UserError
 from specializer.inputs import Model
 from specializer.capture.manifest import Manifest, Tensor, np_dtype
+from specializer.target import TARGET
 from specializer.tools import find_tool
 
 DEFAULT_VARIANT = variants.ALL_ARGS
@@ -42,7 +43,7 @@ C_TYPES = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "
            "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t",
            "uint64": "uint64_t", "bool": "uint8_t"}
 RAW_TYPES = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
-GCC_TARGET = "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
+GCC_TARGET = " ".join(TARGET.arch_flags())
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

@@ -68,5 +68,5 @@ def run_entry(model: Model, name: str, workdir: Path, method: str = "plugin", ti
         insns, cyc = est.insns, est.cycles
     else:
         insns, cyc = result.counter_insns, None
-    return rawrun.EntryRow(name, entry.returns, rawrun.decode(result.stdout, entry.returns), fp.code, fp.const, fp.data, fp.bss,
-                    fp.lib_flash, fp.lib_ram, stack, insns, cyc)
+    return rawrun.EntryRow(name, entry.returns, rawrun.decode(result.stdout, entry.returns), fp.code, fp.const,
+                           fp.data, fp.bss, fp.lib_flash, fp.lib_ram, stack, insns, cyc)

@@ -17,6 +17,7 @@ from pathlib import Path
 from elftools.elf.elffile import ELFFile
 
 from specializer.run.symbols import functions
+from specializer.target import TARGET
 
 _FAULT = re.compile(r"^fault" + r" 0x([0-9a-f]{8})" * 7 + r"\s*$", re.M)
 _LIMIT = re.compile(r"^limit 0x([0-9a-f]{8})\s*$", re.M)
@@ -102,7 +103,7 @@ def layout(elf: Path) -> Layout:
     funcs = tuple((lo, lo + size, name) for lo, size, name in functions(elf))  # as the profile names them
     guard = syms.get("__stack_guard", 0)
     return Layout(funcs, (guard, syms.get("__stack_limit", guard)),
-                  (syms.get("__stack_limit", 0), syms.get("__stack_top", 0)), 0x20000000)
+                  (syms.get("__stack_limit", 0), syms.get("__stack_top", 0)), TARGET.ram_origin)
 
 
 def at(pc: int | None, lay: Layout) -> str:
@@ -130,7 +131,7 @@ def describe(fault: Fault, lay: Layout) -> str:
         below = lay.stack[0] - lay.ram_origin
         where = f" (at {at(fault.pc, lay)})" if fault.pc is not None else ""
         return (f"stack overflow: the call needs more than the {size:,} bytes of stack there are{where}; "
-                f"mps2-an386 has {(lay.stack[1] - lay.ram_origin) >> 20} MiB of RAM and {below:,} bytes of it "
+                f"{TARGET.board} has {(lay.stack[1] - lay.ram_origin) >> 20} MiB of RAM and {below:,} bytes of it "
                 "hold .data, .bss, the fault handlers' stack and the stack's guard")
     if fault.exception == 2:
         return f"NMI at {at(fault.pc, lay)}"

@@ -150,7 +150,7 @@ def overflow_message(ld_output: str) -> str | None:
     for region, extra in _OVERFLOW.findall(ld_output):
         if region in REGIONS:
             name, size, what = REGIONS[region]
-            parts.append(f"model needs {_mib(size + int(extra))} of {name}; mps2-an386 has {_mib(size)} ({what})")
+            parts.append(f"model needs {_mib(size + int(extra))} of {name}; {TARGET.board} has {_mib(size)} ({what})")
     return "; ".join(parts) or None
 
 

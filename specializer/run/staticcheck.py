@@ -17,6 +17,7 @@ import re
 import llvmlite.binding as llvm
 
 from specializer.llvm import module
+from specializer.target import TARGET
 
 
 _ACCESS = {"load": 0, "store": 1, "atomicrmw": 0, "cmpxchg": 0}  # opcode -> pointer operand
@@ -57,7 +58,7 @@ def null_accesses(text: str, where: str, entry: str) -> list[str]:
                 line = _line_of(lines, f.name, inst)
                 verb = "loads from" if i.opcode == "load" else "stores to" if i.opcode == "store" else "accesses"
                 out.append(f"{where}{f':{line}' if line else ''}: warning: '{f.name}' {verb} a constant null "
-                           f"pointer ({inst}): address 0 is mps2-an386's flash, QEMU does not fault there, and "
+                           f"pointer ({inst}): address 0 is {TARGET.board}'s flash, QEMU does not fault there, and "
                            "LLVM may drop the access as undefined behaviour")
     return out
 
@@ -117,7 +118,7 @@ def frame_sizes(asm: str) -> dict[str, int]:
 def large_frames(asm: str, stack_bytes: int, where: str) -> list[str]:
     """One warning per function whose frame alone is larger than the stack."""
     return [f"{where}: warning: '{name}' has a stack frame of {size:,} bytes; the stack has {stack_bytes:,} "
-            "(mps2-an386 has 4 MiB of RAM): the frame reaches past the stack's guard into static data or "
-            "below RAM, where QEMU need not fault"
+            f"({TARGET.board} has {TARGET.ram_bytes >> 20} MiB of RAM): the frame reaches past the stack's guard "
+            "into static data or below RAM, where QEMU need not fault"
             for name, size in sorted(frame_sizes(asm).items()) if size > stack_bytes]
 
