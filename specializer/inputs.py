@@ -114,14 +114,7 @@ def tensor_shapes(manifest: Manifest) -> dict:
 
 def _without_asm(path: Path, text: str) -> str:
     """DSP inline asm -> LLVM intrinsics; other asm would abort llvmlite's LLVM at code emission."""
-    if " asm " not in text:
-        return text
-    text = inline_asm.rewrite(text).text
-    left = inline_asm.leftover(text)
-    if left:
-        raise UserError(f"{path}: function '{left[0].function}' uses inline assembly '{left[0].template}', "
-                        "which llvmlite's LLVM cannot assemble; write it as LLVM IR or an llvm.arm.* intrinsic")
-    return text
+    return inline_asm.lowered(text, str(path)) if " asm " in text else text
 
 
 def _xla_kernels(path: Path, text: str) -> Model:

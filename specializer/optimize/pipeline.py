@@ -25,7 +25,11 @@ from __future__ import annotations
 import re
 from dataclasses import MISSING, fields
 
+from specializer.capture.fminmax import Fminmax
+from specializer.capture.normalize import Normalize
+from specializer.capture.retarget import Retarget
 from specializer.errors import UserError
+from specializer.library.inline_asm import InlineAsm
 from specializer.llvm.passes import LINK, MODEL, MODULE, Pass
 from specializer.llvm.transforms import O2, Cleanup, Constprop, LlvmFuncspec
 from specializer.optimize import callsites
@@ -36,9 +40,11 @@ from specializer.optimize.rounds import Specialize
 from specializer.optimize.state import BuildContext, BuildState
 from specializer.optimize.zeroweights import Zeroweights
 
-# The one registry: every pass a pipeline text may name, in the order `help opt` lists them.
+# The one registry: every pass a pipeline text may name, in the order `help opt` lists them. The
+# last four are what reading a module does (capture, inputs.py): as passes, `opt` runs them alone.
 PASSES: dict[str, type[Pass]] = {p.name: p for p in (RelayoutPass, Link, Specialize, Bufalias, Constprop, O2,
-                                                     LlvmFuncspec, Zeroweights, Cleanup)}
+                                                     LlvmFuncspec, Zeroweights, Cleanup,
+                                                     Normalize, Retarget, Fminmax, InlineAsm)}
 
 
 # --------------------------------------------------------------------------- text
