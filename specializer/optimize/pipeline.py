@@ -164,13 +164,15 @@ def parse(text: str) -> tuple[Pass, ...]:
 
 
 def check(pipeline) -> None:
-    """Model passes, then at most one `link`, then module transforms."""
+    """Model passes, then at most one `link`, then module transforms; model passes alone rewrite
+    the model (`opt -passes=relayout model.ll` prints what relayout made of it)."""
     links = [i for i, p in enumerate(pipeline) if p.stage == LINK]
     if len(links) > 1:
         raise UserError("pass pipeline: 'link' appears more than once")
     end = links[0] if links else 0
+    model_only = all(p.stage == MODEL for p in pipeline)
     for i, p in enumerate(pipeline):
-        if p.stage == MODEL and i > end or p.stage == MODEL and not links:
+        if p.stage == MODEL and (i > end if links else not model_only):
             raise UserError(f"pass pipeline: '{p.name}' acts on the model before linking: it goes before 'link'")
         if p.stage == MODULE and links and i < end:
             raise UserError(f"pass pipeline: '{p.name}' acts on the linked module: it goes after 'link'")
