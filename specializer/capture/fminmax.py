@@ -23,7 +23,7 @@ import re
 import struct
 from dataclasses import dataclass
 
-from specializer.llvm.passes import ModuleState, Pass
+from specializer.llvm.passes import TextPass
 
 _TYPE = r"(?:float|double|half|<\d+ x (?:float|double|half)>)"
 _CONST = r"(?:zeroinitializer|splat \((?:float|double|half) [-+0-9.e]+\)|-?\d+\.\d+e[-+]\d+|0x[0-9A-F]{16})"
@@ -120,10 +120,8 @@ def lower(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Fminmax(Pass):
+class Fminmax(TextPass):
     name = "fminmax"
     summary = ("llvm.maximum/minimum of a value and a non-NaN constant as fcmp + select, of two f32 values "
                "as compares, selects and a bit operation; exact (capture/fminmax.py; after retarget)")
-
-    def run(self, state: ModuleState) -> None:
-        state.set_text(lower(state.as_text()))
+    rewrite = staticmethod(lower)

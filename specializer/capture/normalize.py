@@ -10,7 +10,7 @@ import re
 import struct
 from dataclasses import dataclass
 
-from specializer.llvm.passes import ModuleState, Pass
+from specializer.llvm.passes import TextPass
 
 # Tokens are only rewritten outside c"..." strings and ; comments.
 _STRING_OR_COMMENT = re.compile(r'c?"(?:[^"\\]|\\.)*"|;[^\n]*')
@@ -90,11 +90,9 @@ def normalize(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Normalize(Pass):
+class Normalize(TextPass):
     name = "normalize"
     summary = ("syntax XLA's newer LLVM prints and LLVM 22.1 rejects, respelled with the same meaning: "
                "f0x and named float constants, inexact decimal floats, target_mem, denormal_fpenv "
                "(capture/normalize.py; capture runs it on every XLA kernel module)")
-
-    def run(self, state: ModuleState) -> None:
-        state.set_text(normalize(state.as_text()))
+    rewrite = staticmethod(normalize)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from specializer.llvm.passes import ModuleState, Pass
+from specializer.llvm.passes import TextPass
 from specializer.target import TARGET
 
 
@@ -84,11 +84,9 @@ def retarget(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Retarget(Pass):
+class Retarget(TextPass):
     name = "retarget"
     summary = ("an x86-64 XLA kernel module moved to Cortex-M4: the target's triple and datalayout, host "
                "attributes, the xla_dylib_index flag and !invariant.load dropped (capture/retarget.py; "
                "after normalize)")
-
-    def run(self, state: ModuleState) -> None:
-        state.set_text(retarget(state.as_text()))
+    rewrite = staticmethod(retarget)
