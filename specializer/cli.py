@@ -561,10 +561,14 @@ OPT_EPILOG = """\
 A pipeline is PASS or PASS{OPTION=VALUE,...}, comma-separated: 'O2', 'specialize{mode=all-args,rounds=4}'
 (an option left out takes its default). 'specialize --print-pipeline' prints each variant's.
 Stages: 'relayout' acts on the model before it is linked (IN.ll is then a model.ll with model.json
-next to it), 'link' links it with the libjit kernels and internalizes it (after it: a build's
-linked.ll), the other passes act on a module. A build writes DIR/<variant>/pipeline.txt, the
-steps after 'link': rerun them on its linked.ll to get its optimized.ll byte for byte; drop steps
-from the end (or the middle) to bisect.
+next to it; without 'link' the output is the model it rewrote), 'link' links it with the libjit
+kernels and internalizes it (after it: a build's linked.ll), the other passes act on a module. A
+build writes DIR/<variant>/pipeline.txt, the steps after 'link': rerun them on its linked.ll to get
+its optimized.ll byte for byte; drop steps from the end (or the middle) to bisect.
+IN.ll is read as written, as LLVM's opt reads it, unless it is a model (model.json next to it, or a
+pipeline with model passes): then as 'specialize' reads it (an XLA kernel dump normalized and
+retargeted, DSP asm as intrinsics). Those rewrites are passes too: normalize, retarget, fminmax,
+inline-asm. Without -passes the module is read, verified and printed.
 
 passes:
 """
@@ -579,9 +583,11 @@ def _opt(argv: list[str]) -> int:
                                             "LLVM's opt -passes=).")
     p.add_argument("input", metavar="IN.ll", help="a module (e.g. a build's linked.ll), or a model.ll when the "
                    "pipeline has 'link'")
-    p.add_argument("-p", "-passes", "--passes", dest="passes", required=True, metavar="PIPELINE",
-                   help="the passes to run, e.g. \"$(cat DIR/all-args/pipeline.txt)\"")
+    p.add_argument("-p", "-passes", "--passes", dest="passes", default="", metavar="PIPELINE",
+                   help="the passes to run, e.g. \"$(cat DIR/all-args/pipeline.txt)\" (default: none)")
     p.add_argument("-o", "--output", default="-", metavar="OUT.ll", help="the result as text IR (default stdout)")
+    p.add_argument("--diff-text", action="store_true", help="write the result as diff-oriented text instead "
+                   "(what a build's *.diff.ll holds: specializer/optimize/difftext.py)")
     p.add_argument("--manifest", metavar="model.json", help="the model's manifest: its weights are tensors, which "
                    "specialize{mode=dims} never specializes, and the log shows their shapes (a model.ll input "
                    "reads the model.json next to it)")
@@ -589,22 +595,28 @@ def _opt(argv: list[str]) -> int:
     a = p.parse_args(argv)
     from specializer import files, inputs
     from specializer.capture.manifest import Manifest
+    from specializer.llvm import read
+    from specializer.optimize import difftext
     from specializer.optimize.state import BuildContext, BuildState
     from specializer.optimize.variants import Optimized
 
-    steps = pipeline.parse(a.passes)  # a bad pipeline is reported before any input is read
+    # a bad pipeline is reported before any input is read
+    steps = pipeline.parse(a.passes) if a.passes.strip() else ()
     path = Path(a.input)
-    model = inputs.load(path)
-    if pipeline.needs_model(steps) or model.manifest is not None:  # named by its file, as a build does
+    if pipeline.needs_model(steps) or inputs.manifest_path(path).is_file():  # named by its file, as a build does
         # the one place `opt` reads the environment: which CMSIS-NN the kernel library is built with
-        state = BuildState.of_model(model, BuildContext.default() if pipeline.needs_model(steps) else None)
-    else:  # any other module keeps its ID (a build's linked.ll: the model's), so the output is the build's
-        m = re.match(r"; ModuleID = '([^'\n]*)'", model.text)
-        state = BuildState(m.group(1) if m else path.name, str(path), model.text, shapes=dict(model.shapes))
+        state = BuildState.of_model(inputs.load(path), BuildContext.default() if pipeline.needs_model(steps) else None)
+    else:  # as written, so the rewrites reading does can be tested as passes; a module keeps its ID
+        text = read.read(path)  # (a build's linked.ll: the model's), so the output is the build's
+        m = re.match(r"; ModuleID = '([^'\n]*)'", text)
+        state = BuildState(m.group(1) if m else path.name, str(path), text)
     if a.manifest:
         state.shapes = inputs.tensor_shapes(Manifest.load(Path(a.manifest)))
     s = pipeline.run(steps, state)
-    out = str(s.as_module())
+    if a.diff_text:
+        out = difftext.render_module(s.as_module(), difftext.clone_notes(s.spec.sites) if s.spec else None).text()
+    else:
+        out = str(s.as_module())
     if a.log:
         files.write(Path(a.log), Optimized(s.module, s.linked or "", s.spec, s.relaid, s.zero_weights,
                                            s.aliases, steps).log_text())

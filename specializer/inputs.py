@@ -90,12 +90,12 @@ def load(path: Path) -> Model:
 def _thumb_module(path: Path, text: str) -> Model:
     text = _without_asm(path, text)  # DSP asm -> intrinsics before the checks that refuse asm
     mod = _parse(text, str(path))  # syntax errors first, as file:line:col
-    manifest_path = path.with_name("model.json")
-    if manifest_path.is_file():
-        manifest = Manifest.load(manifest_path)
+    json_path = manifest_path(path)
+    if json_path.is_file():
+        manifest = Manifest.load(json_path)
         defined = _external_functions(mod, kernels_only=False)
         if manifest.entry not in defined:
-            raise UserError(f"{path}: no entry point: {manifest_path.name} names '{manifest.entry}', "
+            raise UserError(f"{path}: no entry point: {json_path.name} names '{manifest.entry}', "
                             "which the module does not define")
         keep = {manifest.entry} | {t.symbol for t in manifest.inputs + manifest.outputs}
         return Model(path, manifest.function, "captured", text, (manifest.entry,), frozenset(keep),
@@ -107,6 +107,11 @@ def _thumb_module(path: Path, text: str) -> Model:
     return Model(path, path.stem, "module", text, entries, frozenset(entries))
 
 
+def manifest_path(path: Path) -> Path:
+    """A captured model's manifest: model.json next to its model.ll."""
+    return Path(path).with_name("model.json")
+
+
 def tensor_shapes(manifest: Manifest) -> dict:
     """The model's weight symbols -> (dtype, shape)."""
     return {t.symbol: (t.dtype, t.shape) for t in manifest.weights if t.offset == 0}
@@ -114,14 +119,7 @@ def tensor_shapes(manifest: Manifest) -> dict:
 
 def _without_asm(path: Path, text: str) -> str:
     """DSP inline asm -> LLVM intrinsics; other asm would abort llvmlite's LLVM at code emission."""
-    if " asm " not in text:
-        return text
-    text = inline_asm.rewrite(text).text
-    left = inline_asm.leftover(text)
-    if left:
-        raise UserError(f"{path}: function '{left[0].function}' uses inline assembly '{left[0].template}', "
-                        "which llvmlite's LLVM cannot assemble; write it as LLVM IR or an llvm.arm.* intrinsic")
-    return text
+    return inline_asm.lowered(text, str(path)) if " asm " in text else text
 
 
 def _xla_kernels(path: Path, text: str) -> Model:

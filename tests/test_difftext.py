@@ -1,8 +1,6 @@
-"""The diff-oriented text of a module (specializer/optimize/difftext.py): a FileCheck test of what it looks
-like (tests/ir/difftext_module.ll), and the properties diffing relies on."""
+"""The diff-oriented text of a module (specializer/optimize/difftext.py): the properties diffing relies on.
+What it looks like: tests/ir/difftext_module.ll (`specialize opt --diff-text`, tests/test_ir.py)."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 from specializer.optimize import difftext
@@ -10,16 +8,6 @@ from specializer.optimize.specialize import ConstArg, Site
 
 IR = Path(__file__).parent / "ir"
 MODULE = (IR / "difftext_module.ll").read_text()
-
-
-def filecheck(check_file: Path, text: str) -> None:
-    exe = Path(sys.executable).with_name("filecheck")
-    r = subprocess.run([str(exe), str(check_file)], input=text, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr + "\n--- input ---\n" + text
-
-
-def test_text_reads_as_checked():
-    filecheck(IR / "difftext_module.ll", difftext.render(MODULE).text())
 
 
 def test_same_module_twice_is_byte_identical():

@@ -11,7 +11,7 @@ from specializer import inputs
 
 from specializer.optimize import pipeline, variants
 from specializer.errors import UserError
-from specializer.optimize.pipeline import O2, Constprop, Link, Specialize
+from specializer.optimize.pipeline import O2, Constprop, Link, RelayoutPass, Specialize
 
 SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
 OPTIONS = [variants.Options(),
@@ -45,7 +45,7 @@ def test_options_left_out_take_their_defaults():
 
 @pytest.mark.parametrize("text, message", [
     ("O2,nosuch", "unknown pass 'nosuch' (have: relayout, link, specialize, bufalias, constprop, O2, "
-                  "llvm-funcspec, zeroweights, cleanup;"),
+                  "llvm-funcspec, zeroweights, cleanup, normalize, retarget, fminmax, inline-asm;"),
     ("specialize{bogus=1}", "pass 'specialize' has no option 'bogus' (its options: mode, rounds, max-growth, "
                             "flash-budget, unroll-threshold, pre-unroll, shape-only)"),
     ("specialize{shape-only=3,7}", "pass 'specialize' has no option '7'"),
@@ -74,6 +74,12 @@ def test_bad_pipeline_is_one_clear_error(text, message):
 
 def cli(*args, **kw):
     return subprocess.run([*SPECIALIZE, *map(str, args)], capture_output=True, text=True, **kw)
+
+
+def test_model_passes_alone_rewrite_the_model():
+    """`opt -passes=relayout model.ll` prints the model relayout made (tests/ir/relayout_*.ll)."""
+    assert pipeline.parse("relayout") == (RelayoutPass(),)
+    assert pipeline.needs_model(pipeline.parse("relayout"))
 
 
 def test_unknown_pass_is_one_line_and_exit_2(tmp_path):

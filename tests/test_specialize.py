@@ -1,15 +1,9 @@
-"""The call-site specializer: FileCheck tests on hand-written modules (tests/ir/specialize_*.ll),
-rounds, sections for the separate build, the CLI's emit mode and its bad-input errors.
-
-Each tests/ir/specialize_*.ll names its options on a `; SPECIALIZE:` line; CHECK lines are
-matched against the IR after specialization (after constant propagation too with --constprop),
-LOG lines against the specialization log. --constprop runs the constant-propagation step
-(--constprop-unroll: with its loop unrolling, as --pre-unroll does).
+"""The call-site specializer: rounds, clone names, sizes, sections for the separate build, the
+CLI's emit mode and its bad-input errors. Its FileCheck tests on hand-written modules are
+tests/ir/specialize_*.ll, run from their RUN lines by tests/test_ir.py.
 """
 
-import argparse
 import json
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -18,71 +12,24 @@ import pytest
 
 from specializer.llvm import irtext, module, transforms
 from specializer.optimize.rounds import Specialize, specialize_rounds
-from specializer.optimize import callsites, variants, zeroweights
 from specializer.errors import UserError
 from specializer.optimize.specialize import CodeSizes, specialize
 
 IR = Path(__file__).parent / "ir"
-CASES = sorted(IR.glob("specialize_*.ll"))
 SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
 HEADER = ('target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"\n'
           'target triple = "thumbv7em-unknown-none-eabihf"\n')
 
 
-def filecheck(check_file: Path, text: str, prefix: str) -> None:
-    exe = Path(sys.executable).with_name("filecheck")
-    r = subprocess.run([str(exe), "--check-prefix", prefix, str(check_file)], input=text,
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr + "\n--- input ---\n" + text
+def test_output_is_byte_identical():
+    """The same module twice in one process: the same IR and log."""
+    text = (IR / "specialize_shared.ll").read_text()
 
+    def once():
+        spec = specialize_rounds(text, Specialize(mode="dims", rounds=1, max_growth=None))
+        return spec.text, spec.log_text()
 
-def case_options(case: Path) -> argparse.Namespace:
-    line = next(ln for ln in case.read_text().splitlines() if ln.startswith("; SPECIALIZE:"))
-    p = argparse.ArgumentParser()
-    p.add_argument("--dims", dest="mode", action="store_const", const="dims", default="dims")
-    p.add_argument("--all-args", dest="mode", action="store_const", const="all-args")
-    p.add_argument("--max-growth", type=float)
-    p.add_argument("--unroll-threshold", type=int)
-    p.add_argument("--rounds", type=int, default=1)
-    p.add_argument("--constprop", action="store_true")
-    p.add_argument("--constprop-unroll", action="store_true")
-    p.add_argument("--zero-weights", action="store_true")
-    p.add_argument("--flash-budget", type=int, default=variants.DEFAULT_FLASH_BUDGET)
-    p.add_argument("--shape-only", type=callsites.parse_set, default=frozenset())
-    return p.parse_args(shlex.split(line.split(":", 1)[1]))
-
-
-def run_case(case: Path) -> tuple[str, str]:
-    o = case_options(case)
-    opts = Specialize(mode=o.mode, max_growth=o.max_growth, unroll_threshold=o.unroll_threshold, rounds=o.rounds,
-                      flash_budget=o.flash_budget, shape_only=o.shape_only)
-    spec = specialize_rounds(case.read_text(), opts, where=case.name)
-    text = spec.text
-    if o.constprop or o.constprop_unroll:
-        mod = module.parse(text, case.name)
-        transforms.constprop(mod, o.unroll_threshold, unroll=o.constprop_unroll)
-        text = str(mod)
-    if o.zero_weights:
-        mod, dropped = zeroweights.drop(module.parse(text, case.name))
-        text = str(mod)
-        want = next(ln for ln in case.read_text().splitlines() if ln.startswith("; DROPPED:"))
-        assert dropped == int(want.split(":")[1])
-    return text, spec.log_text()
-
-
-@pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
-def test_specialized_ir(case: Path):
-    text, log = run_case(case)
-    module.parse(text, case.name)  # the result is valid IR
-    filecheck(case, text, "CHECK")
-    if "; LOG" in case.read_text():
-        filecheck(case, log, "LOG")
-
-
-def test_output_is_byte_identical(tmp_path):
-    case = IR / "specialize_shared.ll"
-    first = run_case(case)
-    assert run_case(case) == first
+    assert once() == once()
 
 
 MODULE = HEADER + """
@@ -312,13 +259,3 @@ def test_raw_xla_kernel_module_is_built_not_run(tmp_path):
     assert (tmp_path / "out" / "all-args" / "specialization.log").is_file()
     table = run_cli(IR / "retarget_x86_kernel.ll", "--variants", "lto", "-o", tmp_path / "t")
     assert "not run: no inputs" in table.stdout
-
-
-@pytest.mark.parametrize("case", sorted(IR.glob("relayout_*.ll")), ids=lambda p: p.stem)
-def test_relayout(case: Path):
-    from specializer.optimize.relayout import relayout
-
-    text, notes = relayout(case.read_text())
-    text = str(module.parse(text, case.name))  # valid IR, printed the way LLVM prints it
-    filecheck(case, text, "CHECK")
-    filecheck(case, "\n".join(r.log_line() for r in notes) + "\n", "LOG")

@@ -21,6 +21,9 @@ from __future__ import annotations
 import math
 import re
 import struct
+from dataclasses import dataclass
+
+from specializer.llvm.passes import TextPass
 
 _TYPE = r"(?:float|double|half|<\d+ x (?:float|double|half)>)"
 _CONST = r"(?:zeroinitializer|splat \((?:float|double|half) [-+0-9.e]+\)|-?\d+\.\d+e[-+]\d+|0x[0-9A-F]{16})"
@@ -114,3 +117,11 @@ def lower(text: str) -> str:
             continue
         out.append(line)
     return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Fminmax(TextPass):
+    name = "fminmax"
+    summary = ("llvm.maximum/minimum of a value and a non-NaN constant as fcmp + select, of two f32 values "
+               "as compares, selects and a bit operation; exact (capture/fminmax.py; after retarget)")
+    rewrite = staticmethod(lower)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 import struct
+from dataclasses import dataclass
+
+from specializer.llvm.passes import TextPass
 
 # Tokens are only rewritten outside c"..." strings and ; comments.
 _STRING_OR_COMMENT = re.compile(r'c?"(?:[^"\\]|\\.)*"|;[^\n]*')
@@ -84,3 +87,12 @@ def normalize(text: str) -> str:
         pos = m.end()
     out.append(_rewrite_code(text[pos:]))
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class Normalize(TextPass):
+    name = "normalize"
+    summary = ("syntax XLA's newer LLVM prints and LLVM 22.1 rejects, respelled with the same meaning: "
+               "f0x and named float constants, inexact decimal floats, target_mem, denormal_fpenv "
+               "(capture/normalize.py; capture runs it on every XLA kernel module)")
+    rewrite = staticmethod(normalize)

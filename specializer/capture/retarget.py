@@ -9,7 +9,9 @@ across kernels, so a load is not invariant over the whole program).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+from specializer.llvm.passes import TextPass
 from specializer.target import TARGET
 
 
@@ -79,3 +81,12 @@ def retarget(text: str) -> str:
     text = _clean_attr_groups(set_target(text))
     text = _INVARIANT_LOAD.sub("", text)
     return _drop_module_flag(text, "xla_dylib_index")
+
+
+@dataclass(frozen=True)
+class Retarget(TextPass):
+    name = "retarget"
+    summary = ("an x86-64 XLA kernel module moved to Cortex-M4: the target's triple and datalayout, host "
+               "attributes, the xla_dylib_index flag and !invariant.load dropped (capture/retarget.py; "
+               "after normalize)")
+    rewrite = staticmethod(retarget)

@@ -16,6 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from specializer.errors import UserError
+from specializer.llvm.passes import ModuleState, Pass
+
 # Each mnemonic takes its register operands in the intrinsic's order (LLVM's IntrinsicsARM.td).
 _UNARY = {"sxtb16", "uxtb16"}
 _BINARY = {
@@ -232,3 +235,25 @@ def leftover(text: str) -> list[Leftover]:
             if m:
                 found.append(Leftover(function, " ".join(m.group("tpl").replace("\\09", " ").split())))
     return found
+
+
+def lowered(text: str, where: str) -> str:
+    """`rewrite` for a module a user gave: asm left over would abort llvmlite's LLVM when it emits
+    code, so it is refused here in one line naming the function."""
+    text = rewrite(text).text
+    left = leftover(text)
+    if left:
+        raise UserError(f"{where}: function '{left[0].function}' uses inline assembly '{left[0].template}', "
+                        "which llvmlite's LLVM cannot assemble; write it as LLVM IR or an llvm.arm.* intrinsic")
+    return text
+
+
+@dataclass(frozen=True)
+class InlineAsm(Pass):
+    name = "inline-asm"
+    summary = ("CMSIS-NN's single-instruction DSP inline asm as LLVM's ARM intrinsics or plain IR; any other "
+               "asm is an error (library/inline_asm.py; the kernel library and a module given to "
+               "specialize get it on reading)")
+
+    def run(self, state: ModuleState) -> None:
+        state.set_text(lowered(state.as_text(), state.where))

@@ -67,6 +67,16 @@ class Pass:
         raise NotImplementedError
 
 
+@dataclass(frozen=True)
+class TextPass(Pass):
+    """A pass that is a function of the module's text: `rewrite = staticmethod(f)`, f(text) -> text
+    (reading's rewrites: normalize, retarget, fminmax)."""
+    rewrite: ClassVar
+
+    def run(self, state: ModuleState) -> None:
+        state.set_text(self.rewrite(state.as_text()))
+
+
 THRESHOLD_HELP = "LLVM's loop-unroll threshold (llvm: LLVM's own, 150 at O2)"
 
 

@@ -25,7 +25,11 @@ from __future__ import annotations
 import re
 from dataclasses import MISSING, fields
 
+from specializer.capture.fminmax import Fminmax
+from specializer.capture.normalize import Normalize
+from specializer.capture.retarget import Retarget
 from specializer.errors import UserError
+from specializer.library.inline_asm import InlineAsm
 from specializer.llvm.passes import LINK, MODEL, MODULE, Pass
 from specializer.llvm.transforms import O2, Cleanup, Constprop, LlvmFuncspec
 from specializer.optimize import callsites
@@ -36,9 +40,11 @@ from specializer.optimize.rounds import Specialize
 from specializer.optimize.state import BuildContext, BuildState
 from specializer.optimize.zeroweights import Zeroweights
 
-# The one registry: every pass a pipeline text may name, in the order `help opt` lists them.
+# The one registry: every pass a pipeline text may name, in the order `help opt` lists them. The
+# last four are what reading a module does (capture, inputs.py): as passes, `opt` runs them alone.
 PASSES: dict[str, type[Pass]] = {p.name: p for p in (RelayoutPass, Link, Specialize, Bufalias, Constprop, O2,
-                                                     LlvmFuncspec, Zeroweights, Cleanup)}
+                                                     LlvmFuncspec, Zeroweights, Cleanup,
+                                                     Normalize, Retarget, Fminmax, InlineAsm)}
 
 
 # --------------------------------------------------------------------------- text
@@ -158,13 +164,15 @@ def parse(text: str) -> tuple[Pass, ...]:
 
 
 def check(pipeline) -> None:
-    """Model passes, then at most one `link`, then module transforms."""
+    """Model passes, then at most one `link`, then module transforms; model passes alone rewrite
+    the model (`opt -passes=relayout model.ll` prints what relayout made of it)."""
     links = [i for i, p in enumerate(pipeline) if p.stage == LINK]
     if len(links) > 1:
         raise UserError("pass pipeline: 'link' appears more than once")
     end = links[0] if links else 0
+    model_only = all(p.stage == MODEL for p in pipeline)
     for i, p in enumerate(pipeline):
-        if p.stage == MODEL and i > end or p.stage == MODEL and not links:
+        if p.stage == MODEL and (i > end if links else not model_only):
             raise UserError(f"pass pipeline: '{p.name}' acts on the model before linking: it goes before 'link'")
         if p.stage == MODULE and links and i < end:
             raise UserError(f"pass pipeline: '{p.name}' acts on the linked module: it goes after 'link'")

@@ -1,5 +1,8 @@
 ; all-args: an address 32000 bytes into the arena becomes the alias @arena.at32000 (a symbol of
 ; its own); a small offset (fits an LDR immediate) and an offset into a constant stay as written.
+; RUN: specialize opt -passes=bufalias %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
+; LOG: ; buffer addresses as symbols (bufalias.py): @arena.at32000, @arena.at64000{{$}}
 ; CHECK: @arena.at32000 = internal alias i8, getelementptr (i8, ptr @arena, i32 32000)
 ; CHECK-NEXT: @arena.at64000 = internal alias i8, getelementptr (i8, ptr @arena, i32 64000)
 ; CHECK-NOT: alias

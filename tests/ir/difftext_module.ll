@@ -1,6 +1,7 @@
 ; The diff-oriented text (specializer/optimize/difftext.py): globals then functions in name order,
 ; unnamed values named per function, attribute groups written where they are used, metadata
 ; named by content, an initializer over 256 bytes summarized, one of 256 bytes printed.
+; RUN: specialize opt --diff-text %s | filecheck %s
 ; CHECK: ; diff-oriented text (specializer/optimize/difftext.py): for reading and diffing, not for parsing back.
 ; CHECK-NOT: ModuleID
 ; CHECK-NOT: source_filename

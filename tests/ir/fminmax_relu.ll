@@ -1,6 +1,7 @@
 ; XLA's relu `llvm.maximum.f32(x, 0.0)` becomes one compare and one select; a clamp's minimum
 ; with 6.0 likewise; -0.0 takes the `uge` form so +0 still wins; two values (max pooling) take
 ; compares, selects and an AND of the bits for the signed zeros; a NaN constant is left to LLVM.
+; RUN: specialize opt -passes=fminmax %s | filecheck %s
 ; CHECK-LABEL: define float @relu(float %x)
 ; CHECK-NEXT: %cmp.1 = fcmp ugt float %x, 0.000000e+00
 ; CHECK-NEXT: %1 = select i1 %cmp.1, float %x, float 0.000000e+00

@@ -1,5 +1,6 @@
 ; The inline-asm forms CMSIS-NN's arm_nn_compiler.h (v7.0.0, GCC branch) leaves in clang's IR,
 ; as clang-19 prints them, rewritten into LLVM's ARM intrinsics or plain IR.
+; RUN: specialize opt -passes=inline-asm %s | filecheck %s
 target triple = "thumbv7em-unknown-none-eabihf"
 
 define i32 @smlad(i32 %a, i32 %b, i32 %c) {

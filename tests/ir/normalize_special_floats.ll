@@ -1,4 +1,7 @@
 ; +inf/-inf/+qnan/-qnan are spelled as hex bit patterns.
+; RUN: specialize opt -passes=normalize,retarget %s | filecheck %s
+; RUN: not specialize opt %s 2>&1 | filecheck --check-prefix=RAW %s
+; RAW: specialize: error: {{.*}}normalize_special_floats.ll:
 ; CHECK-LABEL: define float @special
 ; CHECK: %a = call float @llvm.maxnum.f32(float %x, float 0xFFF0000000000000)
 ; CHECK: %b = call float @llvm.minnum.f32(float %a, float 0x7FF0000000000000)

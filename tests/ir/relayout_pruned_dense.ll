@@ -2,7 +2,8 @@
 ; as compressed sparse columns -- only the nonzeros, their rows, the column starts -- and the call
 ; goes to the sparse kernel, so no zero weight's multiply-add is left. A dense weight (@dense,
 ; every value nonzero) keeps the dense kernel; the log says why.
-; RUN: tests/test_specialize.py::test_relayout (specializer.optimize.relayout on this module)
+; RUN: specialize opt -passes=relayout %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK: @w.csc.val = internal unnamed_addr constant [3 x float] [float 2.000000e+00, float 5.000000e-01, float -1.000000e+00]
 ; CHECK: @w.csc.row = internal unnamed_addr constant [3 x i16] [i16 1, i16 0, i16 3]
 ; CHECK: @w.csc.start = internal unnamed_addr constant [4 x i16] [i16 0, i16 1, i16 1, i16 3]

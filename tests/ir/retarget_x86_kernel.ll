@@ -1,5 +1,6 @@
 ; An XLA kernel module for x86-64 becomes a thumbv7em module: triple, datalayout, host
 ; attributes, invariant.load and the xla_dylib_index flag are replaced or dropped.
+; RUN: specialize opt -passes=normalize,retarget %s | filecheck %s
 ; CHECK: target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 ; CHECK: target triple = "thumbv7em-unknown-none-eabihf"
 ; CHECK: define ptr @k(ptr %0) {

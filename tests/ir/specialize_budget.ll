@@ -1,7 +1,8 @@
 ; The size budget: with the loop bound known, the clone unrolls into far more code than its
 ; callee; at --max-growth 1.5 it is refused, the call keeps calling the original, and the log
 ; says why, with both sizes.
-; SPECIALIZE: --dims --max-growth=1.5 --unroll-threshold=2000
+; RUN: specialize opt -passes='specialize{mode=dims,rounds=1,max-growth=1.5,unroll-threshold=2000}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @run(ptr %p)
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @poly(ptr %p, i32 64)

@@ -2,7 +2,8 @@
 ; different buffers make three clones, each about as large as the generic kernel; at
 ; --max-growth 2.5 the first two fit, the third is refused, and its call keeps calling the
 ; original.
-; SPECIALIZE: --all-args --max-growth=2.5
+; RUN: specialize opt -passes='specialize{mode=all-args,rounds=1,max-growth=2.5}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @run()
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @smooth.spec.2f36c502()

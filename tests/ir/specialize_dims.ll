@@ -1,6 +1,7 @@
 ; dims (Glow's default): the constant scalars of a call -- an i32 dimension and a float factor --
 ; go into a clone; the pointer arguments stay parameters, constant or not.
-; SPECIALIZE: --dims
+; RUN: specialize opt -passes='specialize{mode=dims,rounds=1,max-growth=none}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @run()
 ; CHECK: call void @scale.spec.4b81ea15(ptr @out, ptr @in)
 ; CHECK-LABEL: define internal void @scale.spec.4b81ea15(ptr %arg0, ptr %arg1)

@@ -1,7 +1,8 @@
 ; --dims is Glow's default: constant scalars and pointers to constant non-tensor data (a dimension
 ; array in a constant global, a parameter struct of numbers on the stack) are specialized; buffer
 ; addresses, weights (a model tensor or any float data) and structs that hold addresses are not.
-; SPECIALIZE: --dims
+; RUN: specialize opt -passes='specialize{mode=dims,rounds=1,max-growth=none}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @run()
 ; CHECK-NEXT: entry:
 ; CHECK: call void @conv.spec.87a08bf5(ptr @buf, ptr @w)

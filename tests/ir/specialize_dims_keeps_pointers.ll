@@ -1,6 +1,7 @@
 ; Without --all-args, pointer arguments are never specialized: a call whose only constants are
 ; addresses is left alone (and not logged); a mixed call keeps its addresses as parameters.
-; SPECIALIZE: --dims
+; RUN: specialize opt -passes='specialize{mode=dims,rounds=1,max-growth=none}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @run()
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @zero(ptr @buf)

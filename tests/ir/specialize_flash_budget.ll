@@ -2,7 +2,8 @@
 ; code and a 4 KiB constant table takes flash too; with --flash-budget 5000 the scratch build
 ; does not fit, so the clone that adds the most code (n = 64) is refused and logged; the smaller
 ; one fits and is kept.
-; SPECIALIZE: --dims --unroll-threshold=2000 --flash-budget=5000
+; RUN: specialize opt -passes='specialize{mode=dims,rounds=1,max-growth=none,flash-budget=5000,unroll-threshold=2000}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @run(ptr %p)
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @poly(ptr %p, i32 64)

@@ -1,6 +1,7 @@
 ; --all-args: buffer addresses are constants too -- a global and a constant GEP into the arena
 ; (the static memory plan) -- so the clone takes no parameters at all.
-; SPECIALIZE: --all-args
+; RUN: specialize opt -passes='specialize{mode=all-args,rounds=1,max-growth=none}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @run()
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @add.spec.37d567c4()

@@ -1,7 +1,8 @@
 ; Non-constant arguments are left alone: they become the clone's parameters and are passed
 ; through unchanged (attributes included); a call without constants is not touched. The clone
 ; keeps the callee's calling convention.
-; SPECIALIZE: --all-args
+; RUN: specialize opt -passes='specialize{mode=all-args,rounds=1,max-growth=none}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define i32 @run(i32 %x, i32 %y)
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: %a = call fastcc i32 @mix.spec.ce6b696a(i32 noundef %x)

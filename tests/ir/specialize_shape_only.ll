@@ -3,7 +3,8 @@
 ; inside its clone in later rounds (round 2 finds @helper called with @buf1 there, after IPSCCP
 ; propagated the clone's one caller's buffer, and still fixes only the size). Call 2 is
 ; specialized on everything. The calls' numbers (callsites.py) are on the `call N` in the log.
-; SPECIALIZE: --all-args --rounds 2 --shape-only 1
+; RUN: specialize opt -passes='specialize{mode=all-args,rounds=2,max-growth=none,shape-only=1}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @run()
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call fastcc void @kernel.spec.[[A:[0-9a-f]+]](ptr nonnull @buf1), !specializer.call !0

@@ -1,6 +1,7 @@
 ; Equal call sites (same callee, same constants) share one clone; other constants get another
 ; clone, named by a hash of the callee and its constants (not by call-site order).
-; SPECIALIZE: --dims
+; RUN: specialize opt -passes='specialize{mode=dims,rounds=1,max-growth=none}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @run(ptr %a, ptr %b)
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: call void @relu.spec.c4722f32(ptr %a)

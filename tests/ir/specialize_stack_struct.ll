@@ -2,7 +2,8 @@
 ; (the way a libjit kernel hands CMSIS-DSP an arm_matrix_instance_f32): the struct becomes a
 ; private constant global, the clone reads it, and after constant propagation the callee's loads
 ; of rows, columns and data pointer are folded away.
-; SPECIALIZE: --all-args --constprop
+; RUN: specialize opt -passes='specialize{mode=all-args,rounds=1,max-growth=none},constprop' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @run()
 ; CHECK-NOT: store
 ; CHECK: %r = call fastcc float @sum.spec.8a837697()

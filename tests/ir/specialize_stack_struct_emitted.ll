@@ -1,6 +1,6 @@
 ; Before constant propagation: the constant stack struct is a private constant global of the
 ; object's size (unwritten bytes zero), and the clone passes it to the original callee.
-; SPECIALIZE: --all-args
+; RUN: specialize opt -passes='specialize{mode=all-args,rounds=1,max-growth=none}' %s | filecheck %s
 ; CHECK: @sum.spec.b70ee068.arg0 = private unnamed_addr constant <{ i16, [2 x i8], ptr, [8 x i8] }> <{ i16 2, [2 x i8] zeroinitializer, ptr getelementptr (i8, ptr @w, i32 8), [8 x i8] zeroinitializer }>, align 8
 ; CHECK-LABEL: define void @run()
 ; CHECK: call void @sum.spec.b70ee068()

@@ -2,7 +2,8 @@
 ; a value computed at run time, a field written after the call (the callee saw the old bytes),
 ; a field written in another block, an object the caller reads back, and a callee that may write
 ; through its parameter. None of these calls is specialized (no constants are left to log).
-; SPECIALIZE: --all-args
+; RUN: specialize opt -passes='specialize{mode=all-args,rounds=1,max-growth=none}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @nonconstant_field(ptr %buf)
 ; CHECK: call void @read(ptr %m)
 ; CHECK-LABEL: define void @written_after_call()

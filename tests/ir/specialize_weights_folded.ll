@@ -1,6 +1,7 @@
 ; --all-args on a call that passes a constant weight array: after constant propagation and
 ; unrolling, the clone multiplies by the weights' values -- no load from @w is left.
-; SPECIALIZE: --all-args --constprop-unroll
+; RUN: specialize opt -passes='specialize{mode=all-args,rounds=1,max-growth=none},constprop{unroll=true}' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @run(ptr %x, ptr %out)
 ; CHECK: call {{.*}}@dot4.spec.f1427e4b(
 ; CHECK-LABEL: define internal {{.*}}@dot4.spec.f1427e4b(

@@ -1,7 +1,8 @@
 ; An XLA kernel (ABI `ptr @kernel(ptr %frame)`) called with its constant call frame: with
 ; --all-args the clone loads its buffer addresses from a constant, so after constant
 ; propagation it reads and writes the buffers directly and the frame is gone.
-; SPECIALIZE: --all-args --constprop
+; RUN: specialize opt -passes='specialize{mode=all-args,rounds=1,max-growth=none},constprop' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define void @model_run()
 ; CHECK: call {{.*}}@negate.spec.6be8e708()
 ; CHECK-LABEL: define internal {{.*}}@negate.spec.6be8e708()

@@ -1,7 +1,8 @@
 ; --all-args on a dot with a pruned constant weight array {0.5, 0, -2, 0}: once the loop is
 ; unrolled and the weights folded, the two zero weights' multiply-adds are gone (zeroweights.py):
 ; two fmul and two fadd (one adds the 0.0 the sum starts from) are left; no x[1] or x[3] load.
-; SPECIALIZE: --all-args --constprop-unroll --zero-weights
+; RUN: specialize opt -passes='specialize{mode=all-args,rounds=1,max-growth=none},constprop{unroll=true},zeroweights' %s --log %t.log | filecheck %s
+; RUN: filecheck --check-prefix=LOG %s < %t.log
 ; CHECK-LABEL: define internal {{.*}}@dot4.spec.f1427e4b(
 ; CHECK-NOT: fmul float %{{.*}}, {{-?}}0.000000e+00
 ; CHECK-NOT: getelementptr {{.*}}i32 4
@@ -15,7 +16,7 @@
 ; CHECK-NOT: fmul
 ; CHECK-NOT: fadd
 ; CHECK: ret void
-; DROPPED: 2
+; LOG: {{^}}; zero weights: 2 multiply-adds by a constant 0.0 dropped (zeroweights.py)
 target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"
 target triple = "thumbv7em-unknown-none-eabihf"
 
