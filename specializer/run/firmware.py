@@ -44,7 +44,7 @@ class Firmware:
 
 
 LINKER_SCRIPT = """\
-/* {board}: {flash} flash-like memory at {flash_origin}, {ram} RAM at {ram_origin}. */
+/* {board}: {flash_mib} MiB flash-like memory at {flash_at}, {ram_mib} MiB RAM at {ram_at}. */
 MEMORY
 {{
   FLASH (rx) : ORIGIN = {flash_origin}, LENGTH = {flash}
@@ -181,6 +181,8 @@ def linker_script(model_objs: Sequence[Path], entry: str = "harness_reset") -> s
     flash, ram = (f"{REGIONS[r][1] >> 20}M" for r in ("FLASH", "RAM"))
     return LINKER_SCRIPT.format(entry=entry, board=TARGET.board, flash=flash, ram=ram,
                                 flash_origin=f"0x{TARGET.flash_origin:08x}", ram_origin=f"0x{TARGET.ram_origin:08x}",
+                                flash_at=hex(TARGET.flash_origin), ram_at=hex(TARGET.ram_origin),
+                                flash_mib=TARGET.flash_bytes >> 20, ram_mib=TARGET.ram_bytes >> 20,
                                 handler_stack=HANDLER_STACK, guard=STACK_GUARD,
                                 model_text=clause(".text .text.*"),
                                 model_rodata=clause(".rodata .rodata.*"), model_data=clause(".data .data.*"),
