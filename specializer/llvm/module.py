@@ -29,6 +29,22 @@ def init() -> None:
         _initialized = True
 
 
+class _Module(llvm.ModuleRef):
+    """A module that does not free itself once its context is gone. LLVM frees a context's modules
+    with the context, and Python's garbage collector finalizes the objects of a reference cycle in
+    no set order (a module and its fresh context both held by a traceback's frames): a module
+    finalized after its context must not be freed a second time (a segfault)."""
+
+    def _dispose(self):
+        if not self._context._closed:
+            super()._dispose()
+
+
+def _owned(mod: llvm.ModuleRef) -> llvm.ModuleRef:
+    mod.__class__ = _Module
+    return mod
+
+
 def context() -> llvm.ContextRef:
     init()
     return llvm.create_context()
@@ -39,7 +55,7 @@ def parse(text: str, where: str, ctx: llvm.ContextRef | None = None) -> llvm.Mod
     `where:LINE:COL: message`."""
     ctx = ctx or context()
     try:
-        mod = llvm.parse_assembly(text, context=ctx)
+        mod = _owned(llvm.parse_assembly(text, context=ctx))
         mod.verify()
     except RuntimeError as e:
         msg = str(e)
@@ -70,7 +86,7 @@ def parse_input(text: str, where: str, ctx: llvm.ContextRef | None = None, scan:
 def parse_bitcode(path: Path, ctx: llvm.ContextRef | None = None) -> llvm.ModuleRef:
     ctx = ctx or context()
     try:
-        return llvm.parse_bitcode(Path(path).read_bytes(), context=ctx)
+        return _owned(llvm.parse_bitcode(Path(path).read_bytes(), context=ctx))
     except RuntimeError as e:
         raise UserError(f"{path}: unreadable bitcode: {e}") from None
 
