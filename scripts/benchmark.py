@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"no example named '{unknown[0]}' (have: {', '.join(EXAMPLES)})")
     threshold, candidates = a.unroll_threshold
-    options = variants.Options(max_growth=a.max_growth, unroll_threshold=threshold, unroll_candidates=candidates,
-                               rounds=a.rounds, pre_unroll=a.pre_unroll)
+    options = variants.Options.of(max_growth=a.max_growth, unroll_threshold=threshold, unroll_candidates=candidates,
+                                  rounds=a.rounds, pre_unroll=a.pre_unroll)
     out = Path(a.output)
 
     comparisons: list[report.Comparison] = []
@@ -136,9 +136,8 @@ def _profiles(out: Path, comparisons: list[report.Comparison]) -> dict:
 
 
 def _options(o: variants.Options) -> dict:
-    return {"max_growth": o.max_growth, "unroll_threshold": o.unroll_threshold,
-            "unroll_candidates": list(o.unroll_candidates), "rounds": o.rounds,
-            "pre_unroll": o.pre_unroll, "flash_budget": o.flash_budget}
+    d = o.as_dict()
+    return {k: list(v) if k == "unroll_candidates" else v for k, v in d.items() if k != "shape_only"}
 
 
 def _passing(c: report.Comparison) -> report.Comparison:

@@ -217,8 +217,8 @@ def _bundle(argv: list[str]) -> int:
     threshold, candidates = a.unroll_threshold
     if candidates:
         raise UserError("bundle builds without measuring first: give --unroll-threshold N or llvm, not auto")
-    options = Options(max_growth=a.max_growth, flash_budget=a.flash_budget, unroll_threshold=threshold,
-                      shape_only=a.shape_only)
+    options = Options.of(max_growth=a.max_growth, flash_budget=a.flash_budget, unroll_threshold=threshold,
+                         shape_only=a.shape_only)
     b = bundle(model, Path(a.output), a.variant, options,
                run=not a.no_run, timeout=a.timeout, progress=progress)
     fp = b.footprint
@@ -389,9 +389,9 @@ def _specialize(argv: list[str]) -> int:
     from specializer.optimize import variants
     from specializer.driver.compare import compare
 
-    options = variants.Options(max_growth=a.max_growth, unroll_threshold=threshold, rounds=a.rounds,
-                               pre_unroll=a.pre_unroll, flash_budget=a.flash_budget, unroll_candidates=candidates,
-                               shape_only=a.shape_only)
+    options = variants.Options.of(max_growth=a.max_growth, unroll_threshold=threshold, rounds=a.rounds,
+                                  pre_unroll=a.pre_unroll, flash_budget=a.flash_budget, unroll_candidates=candidates,
+                                  shape_only=a.shape_only)
     if a.variants:
         which = tuple(v.strip() for v in a.variants.split(",") if v.strip())
         bad = [v for v in which if v not in VARIANTS]
@@ -426,8 +426,6 @@ def _specialize(argv: list[str]) -> int:
 def _pipelines(model, which: tuple, options) -> str:
     """'VARIANT: PIPELINE' per variant; with several unroll thresholds to measure, one line per
     threshold ('dims (auto, 1000): ...'), as a comparison builds them."""
-    from dataclasses import replace
-
     from specializer.optimize import pipeline, variants
     from specializer.driver.compare import unroll_thresholds
 
@@ -437,10 +435,10 @@ def _pipelines(model, which: tuple, options) -> str:
             tried = unroll_thresholds(model, v, options)
         else:  # no model: as for a captured one
             tried = tuple(options.unroll_candidates) if v in variants.SPECIALIZING and options.unroll_candidates \
-                else (options.unroll_threshold,)
+                else (options.specialize.unroll_threshold,)
         for t in tried:
             label = v if len(tried) == 1 else f"{v} (auto, {t or 'llvm'})"
-            text = pipeline.to_text(variants.pipeline_for(v, replace(options, unroll_threshold=t)))
+            text = pipeline.to_text(variants.pipeline_for(v, options.but(unroll_threshold=t)))
             lines.append(f"{label}: {text}\n")
     return "".join(lines)
 

@@ -110,7 +110,7 @@ def test_activation_block_lowered_and_bit_exact_in_every_variant(fn, block, cmsi
         assert text in ir, text
     expect = c.manifest.outputs[0].array()
     assert expect.dtype == np.int8 and len(np.unique(expect)) > 8  # not a saturated constant
-    comp = compare(inputs.load(c.model_ll), tmp_path / "cmp", variants.Options(unroll_candidates=()))
+    comp = compare(inputs.load(c.model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
     assert [r.variant for r in comp.rows] == list(variants.VARIANTS)
     for r in comp.rows:  # integer outputs: pass means equal to JAX's, value for value
         assert r.status == "pass", (r.variant, r)

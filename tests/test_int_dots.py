@@ -44,6 +44,6 @@ def test_integer_dots_match_jax_in_every_variant(tmp_path):
     ir = c.model_ll.read_text()
     assert "call void @libjit_matmul_s8_s32(" in ir and "call void @libjit_matmul_s32(" in ir
     # one unroll threshold: the result does not depend on it, and the suite's time does
-    comp = compare(inputs.load(c.model_ll), tmp_path / "variants", variants.Options(unroll_candidates=()))
+    comp = compare(inputs.load(c.model_ll), tmp_path / "variants", variants.Options.of(unroll_candidates=()))
     assert {r.variant: r.status for r in comp.rows} == {v: "pass" for v in
                                                        ("separate", "lto", "llvm-funcspec", "dims", "all-args")}

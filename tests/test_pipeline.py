@@ -15,9 +15,9 @@ from specializer.optimize.pipeline import O2, Constprop, Link, RelayoutPass, Spe
 
 SPECIALIZE = [sys.executable, "-m", "specializer.cli"]
 OPTIONS = [variants.Options(),
-           variants.Options(max_growth=None, flash_budget=None, unroll_threshold=1000, rounds=3, pre_unroll=True),
-           variants.Options(max_growth=0.5, flash_budget=65536, unroll_threshold=0, rounds=1),
-           variants.Options(shape_only=frozenset({11, 3, 7}))]
+           variants.Options.of(max_growth=None, flash_budget=None, unroll_threshold=1000, rounds=3, pre_unroll=True),
+           variants.Options.of(max_growth=0.5, flash_budget=65536, unroll_threshold=0, rounds=1),
+           variants.Options.of(shape_only=frozenset({11, 3, 7}))]
 
 
 @pytest.mark.parametrize("variant", variants.VARIANTS)
@@ -38,9 +38,9 @@ def test_options_left_out_take_their_defaults():
         "shape-only=none}")
     assert pipeline.parse("specialize{shape-only=7+3}")[0].shape_only == frozenset({3, 7})
     assert "relayout{shape-only=3+7+11}" in pipeline.to_text(
-        variants.pipeline_for("all-args", variants.Options(shape_only=frozenset({11, 3, 7}))))
+        variants.pipeline_for("all-args", variants.Options.of(shape_only=frozenset({11, 3, 7}))))
     assert "shape-only=none" in pipeline.to_text(  # dims has no shape-only calls: it is all shapes
-        variants.pipeline_for("dims", variants.Options(shape_only=frozenset({3}))))
+        variants.pipeline_for("dims", variants.Options.of(shape_only=frozenset({3}))))
 
 
 @pytest.mark.parametrize("text, message", [
@@ -94,7 +94,7 @@ def test_print_pipeline_one_line_per_variant():
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert [ln.split(": ", 1)[0] for ln in lines] == list(variants.VARIANTS)
-    options = variants.Options(unroll_threshold=1000, max_growth=3.0, unroll_candidates=())
+    options = variants.Options.of(unroll_threshold=1000, max_growth=3.0, unroll_candidates=())
     for line in lines:
         v, text = line.split(": ", 1)
         assert pipeline.parse(text) == variants.pipeline_for(v, options)
@@ -118,17 +118,17 @@ def test_opt_on_linked_ll_reproduces_optimized_ll(captured, tmp_path):
     model = inputs.load(c.model_ll)
     # llvm-funcspec numbers its clones by use-list order: linked.ll must keep it (pipeline.py)
     for v in ("lto", "llvm-funcspec", "dims", "all-args"):
-        b = variants.build(model, v, tmp_path / v, variants.Options(unroll_threshold=1000))
+        b = variants.build(model, v, tmp_path / v, variants.Options.of(unroll_threshold=1000))
         steps = (b.dir / "pipeline.txt").read_text()
         assert steps.endswith("\n") and steps.count("\n") == 1
-        assert pipeline.parse(steps) == pipeline.after_link(variants.pipeline_for(v, variants.Options(
+        assert pipeline.parse(steps) == pipeline.after_link(variants.pipeline_for(v, variants.Options.of(
             unroll_threshold=1000)))
         manifest = ("--manifest", c.manifest_json) if v == "dims" else ()  # which globals are weights
         r = cli("opt", "-passes=" + steps.strip(), b.dir / "linked.ll", "-o", tmp_path / f"{v}.ll", *manifest)
         assert r.returncode == 0, r.stderr
         assert (tmp_path / f"{v}.ll").read_bytes() == (b.dir / "optimized.ll").read_bytes(), v
     # the whole printed pipeline, from the model: the same module and log; a cut one runs as well
-    full = pipeline.to_text(variants.pipeline_for("all-args", variants.Options(unroll_threshold=1000)))
+    full = pipeline.to_text(variants.pipeline_for("all-args", variants.Options.of(unroll_threshold=1000)))
     r = cli("opt", "-p", full, c.model_ll, "--log", tmp_path / "log.txt")
     assert r.returncode == 0, r.stderr
     assert r.stdout == (tmp_path / "all-args" / "optimized.ll").read_text()
@@ -151,7 +151,7 @@ def test_pipeline_text_and_context_determine_the_module(captured, monkeypatch):
 
     model = inputs.load(captured("mlp").model_ll)
     context = BuildContext.default()
-    text = pipeline.to_text(variants.pipeline_for("all-args", variants.Options(unroll_threshold=1000)))
+    text = pipeline.to_text(variants.pipeline_for("all-args", variants.Options.of(unroll_threshold=1000)))
 
     def optimized() -> str:
         return pipeline.run(pipeline.parse(text), BuildState.of_model(model, context)).as_text()

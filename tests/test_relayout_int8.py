@@ -87,7 +87,7 @@ def test_shape_only_call_is_measured_and_bit_exact(tmp_path, monkeypatch):
     model = inputs.load(c.model_ll)
     picked = []
     monkeypatch.setattr(callchoice, "choose", lambda dims, all_args: picked.append(set(all_args)) or frozenset({1}))
-    comp = compare(model, tmp_path / "cmp", variants.Options(unroll_candidates=()), which=("dims", "all-args"))
+    comp = compare(model, tmp_path / "cmp", variants.Options.of(unroll_candidates=()), which=("dims", "all-args"))
     assert picked and all(p == {1} for p in picked)  # the conv call was costed in each build
     row = comp.row("all-args")
     assert row.status == "pass" and row.max_abs_err == 0
@@ -96,7 +96,7 @@ def test_shape_only_call_is_measured_and_bit_exact(tmp_path, monkeypatch):
     assert ("shape-only=1" in kept) == (row.shape_only == (1,))
 
     # the shape-only build itself: the conv stays on arm_convolve_s8, specialized by dims' rule
-    only = compare(model, tmp_path / "only", variants.Options(unroll_candidates=(), shape_only=frozenset({1})),
+    only = compare(model, tmp_path / "only", variants.Options.of(unroll_candidates=(), shape_only=frozenset({1})),
                    which=("all-args",))
     r = only.row("all-args")
     assert r.status == "pass" and r.max_abs_err == 0 and r.shape_only == (1,)

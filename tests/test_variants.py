@@ -54,7 +54,7 @@ def test_every_variant_passes_and_rebuild_is_identical(captured, tmp_path):
     # rebuild (no run): every artifact a person diffs is byte-identical
     model = inputs.load(c.model_ll)
     for v in ("lto", "all-args"):  # with the unroll threshold and shape-only calls the comparison measured fastest
-        o = variants.Options(unroll_threshold=rows[v]["unroll_threshold"], shape_only=frozenset(rows[v]["shape_only"]))
+        o = variants.Options.of(unroll_threshold=rows[v]["unroll_threshold"], shape_only=frozenset(rows[v]["shape_only"]))
         variants.build(model, v, tmp_path / "b" / v, o)
         assert (out / v / "optimized.diff.ll").exists() and (out / v / "linked.diff.ll").exists()
         for name in ARTIFACTS:

@@ -7,7 +7,6 @@ per-function profiles (profile.py) and the comparison itself as report.md / repo
 from __future__ import annotations
 
 import shutil
-from dataclasses import asdict, replace
 from pathlib import Path
 
 from specializer import files
@@ -25,7 +24,7 @@ def unroll_thresholds(model: Model, v: str, options: variants.Options) -> tuple:
     of a model that runs (the choice is by measurement)."""
     if v in variants.SPECIALIZING and options.unroll_candidates and model.manifest is not None:
         return tuple(options.unroll_candidates)
-    return (options.unroll_threshold,)
+    return (options.specialize.unroll_threshold,)
 
 
 def _keep(out_dir: Path, v: str, best: Path) -> None:
@@ -55,7 +54,7 @@ def _choose_calls(options: variants.Options, out_dir: Path, t, dims_costs: dict,
     `run(options, dir, note)` builds and runs one all-args build (build_and_measure)."""
     def build(only: frozenset, n: int) -> Candidate:
         note = f" (unroll threshold {t or 'LLVM'}, {len(only)} calls shape-only: {', '.join(map(str, sorted(only)))})"
-        c = run(replace(options, unroll_threshold=t, shape_only=only),
+        c = run(options.but(unroll_threshold=t, shape_only=only),
                 out_dir / ".unroll" / f"all-args-{t or 'llvm'}-shape-only-{n}", note)
         results.append(c)
         return c
@@ -100,12 +99,12 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
 
         for t in tried:
             d = out_dir / v if len(tried) == 1 else out_dir / ".unroll" / f"{v}-{t or 'llvm'}"
-            c = run(replace(options, unroll_threshold=t), d,
+            c = run(options.but(unroll_threshold=t), d,
                     f" (unroll threshold {t or 'LLVM'})" if len(tried) > 1 else "")
             results.append(c)
             if v == variants.DIMS and c.passed and (c.dir / "profile.json").exists():
                 dims_costs[t] = (callchoice.read(c.dir), c.row.cycles or 0)
-        if v == variants.ALL_ARGS and not options.shape_only:
+        if v == variants.ALL_ARGS and not options.specialize.shape_only:
             for c in list(results):
                 if c.unroll_threshold in dims_costs and c.passed:
                     _choose_calls(options, out_dir, c.unroll_threshold, *dims_costs[c.unroll_threshold], results, run)
@@ -113,7 +112,7 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
         if len(results) > 1:
             _keep(out_dir, v, best.dir)
         rows.append(best.row)
-    opts = asdict(options) | {"method": method, "shape_only": sorted(options.shape_only)}
+    opts = options.as_dict() | {"method": method, "shape_only": sorted(options.specialize.shape_only)}
     c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None)
     files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.NOTE + "\n"),
                      (out_dir / "report.json", report.json_text(c))])

@@ -316,7 +316,7 @@ def check(seeds: list[int] | int, work: Path, unroll_threshold: int | None = Non
     from specializer.optimize.variants import Options
 
     seeds = [seeds] if isinstance(seeds, int) else list(seeds)
-    options = Options(unroll_threshold=unroll_threshold, unroll_candidates=())
+    options = Options.of(unroll_threshold=unroll_threshold, unroll_candidates=())
     work.mkdir(parents=True, exist_ok=True)
     out: dict[int, Outcome] = {}
     refs = {}

@@ -42,16 +42,17 @@ def build_and_measure(model: Model, variant: str, out_dir: Path, options: varian
     written beside the build (profile.txt, profile.json: what the per-call choice reads)."""
     say(f"building{note}")
     b = variants.build(model, variant, out_dir, options, annotate=annotate, context=context)
-    only = options.shape_only if variant == variants.ALL_ARGS else frozenset()
+    s = options.specialize
+    only = s.shape_only if variant == variants.ALL_ARGS else frozenset()
     spec = {}
     if b.specialized:
         spec = dict(clones=len(b.specialized.clones), refused=b.specialized.refused_by_budget,
-                    unroll_threshold=options.unroll_threshold, shape_only=tuple(sorted(only)))
+                    unroll_threshold=s.unroll_threshold, shape_only=tuple(sorted(only)))
     if model.manifest is None:
         fp = firmware.footprint(b.objects, sorted(model.keep, key=lambda k: (k not in model.entries, k)), b.dir)
         row = VariantRow(variant, "not run", fp.code, fp.const, fp.data, fp.bss, **spec,
                          lib_flash=fp.lib_flash, lib_ram=fp.lib_ram)
-        return Candidate(variant, options.unroll_threshold, only, b, row, None)
+        return Candidate(variant, s.unroll_threshold, only, b, row, None)
     say(f"running on QEMU{note}")
     m = measure.measure(list(b.objects), model.manifest, b.dir, method=method, timeout=timeout)
     if function_profile and m.result.profile is not None:
@@ -60,4 +61,4 @@ def build_and_measure(model: Model, variant: str, out_dir: Path, options: varian
     row = VariantRow(variant, r.status, r.text, r.rodata, r.data, r.bss, r.insns,
                      r.cycles if method == "plugin" else None, r.max_abs_err, r.max_rel_err,
                      rtol=model.manifest.rtol, lib_flash=r.lib_flash, lib_ram=r.lib_ram, stack=r.stack, **spec)
-    return Candidate(variant, options.unroll_threshold, only, b, row, m)
+    return Candidate(variant, s.unroll_threshold, only, b, row, m)

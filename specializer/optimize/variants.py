@@ -56,7 +56,8 @@ from specializer.llvm.transforms import O2, Constprop
 from specializer.optimize import difftext, pipeline
 from specializer.optimize.link import Link
 from specializer.optimize.relayout import RelayoutPass
-from specializer.optimize.rounds import DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS, Specialize
+from specializer.optimize.rounds import (DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS,  # noqa: F401 (the CLI's defaults)
+                                         Specialize)
 from specializer.optimize.specialize import Specialized
 from specializer.optimize.state import BuildContext, BuildState
 
@@ -86,7 +87,7 @@ DEFAULT_UNROLL_CANDIDATES = (None, 1000)
 
 
 def unroll_setting(text: str) -> tuple[int | None, tuple]:
-    """`--unroll-threshold`'s value as (Options.unroll_threshold, Options.unroll_candidates):
+    """`--unroll-threshold`'s value as (the unroll threshold, Options.unroll_candidates):
     a number, 'llvm' (LLVM's own) or 'auto' (measure DEFAULT_UNROLL_CANDIDATES)."""
     t = text.strip().lower()
     if t == "auto":
@@ -104,18 +105,31 @@ def unroll_setting(text: str) -> tuple[int | None, tuple]:
 
 @dataclass(frozen=True)
 class Options:
-    max_growth: float | None = DEFAULT_MAX_GROWTH  # None: no size budget
-    unroll_threshold: int | None = None  # None: LLVM's default (150 at O2)
+    """A comparison's settings: the `specialize` pass its specializing variants run -- the options
+    themselves are that pass's fields, written once (rounds.py) -- and the unroll thresholds the
+    comparison measures at. `pipeline_for` writes them into every pass of a variant that reads
+    them (the unroll threshold into constprop and O2, shape-only calls into relayout)."""
+    specialize: Specialize = Specialize()
     # a comparison builds and measures the specializing variants at each of these thresholds
-    # and keeps the fastest (compare.py); empty: `unroll_threshold` only. Builds that are not
-    # measured (-S, bundle) use `unroll_threshold`.
+    # and keeps the fastest (compare.py); empty: `specialize.unroll_threshold` only. Builds that
+    # are not measured (-S, bundle) use `specialize.unroll_threshold`.
     unroll_candidates: tuple = DEFAULT_UNROLL_CANDIDATES
-    rounds: int = DEFAULT_ROUNDS  # specialization rounds, constprop between them; stops early at no new clone
-    pre_unroll: bool = False  # unroll loops in the constprop step too, not only in O2 (transforms.constprop)
-    flash_budget: int | None = DEFAULT_FLASH_BUDGET  # code + data bytes the specialized build may take
-    # all-args: the model's calls (callsites.py numbers) specialized by dims' rule and left out of
-    # relayout, where measurement found the shape-only clone faster (compare.py chooses them)
-    shape_only: frozenset = frozenset()
+
+    @classmethod
+    def of(cls, unroll_candidates: tuple = DEFAULT_UNROLL_CANDIDATES, **specialize) -> Options:
+        """Options from the `specialize` pass's fields by name (max_growth=, unroll_threshold=, ...)."""
+        return cls(Specialize(**specialize), tuple(unroll_candidates))
+
+    def but(self, **specialize) -> Options:
+        """These options with some of the `specialize` pass's fields changed."""
+        return replace(self, specialize=replace(self.specialize, **specialize))
+
+    def as_dict(self) -> dict:
+        """The settings by name, as reports record them."""
+        s = self.specialize
+        return {"max_growth": s.max_growth, "unroll_threshold": s.unroll_threshold,
+                "unroll_candidates": self.unroll_candidates, "rounds": s.rounds, "pre_unroll": s.pre_unroll,
+                "flash_budget": s.flash_budget, "shape_only": s.shape_only}
 
 
 @dataclass(frozen=True)
@@ -193,13 +207,13 @@ def pipeline_for(variant: str, options: Options = Options()) -> tuple:
     steps = pipeline.parse(PIPELINES[variant])
     if variant not in SPECIALIZING:
         return steps
-    t, only = options.unroll_threshold, options.shape_only if variant == ALL_ARGS else frozenset()
-    fields = {Specialize: dict(rounds=max(1, options.rounds), max_growth=options.max_growth,
-                               flash_budget=options.flash_budget, unroll_threshold=t,
-                               pre_unroll=options.pre_unroll, shape_only=only),
-              Constprop: dict(unroll_threshold=t, unroll=options.pre_unroll), O2: dict(unroll_threshold=t),
-              RelayoutPass: dict(shape_only=only)}
-    return tuple(replace(step, **fields.get(type(step), {})) for step in steps)
+    spec = replace(options.specialize, mode=variant, rounds=max(1, options.specialize.rounds),
+                   shape_only=options.specialize.shape_only if variant == ALL_ARGS else frozenset())
+    t = spec.unroll_threshold
+    fields = {Constprop: dict(unroll_threshold=t, unroll=spec.pre_unroll), O2: dict(unroll_threshold=t),
+              RelayoutPass: dict(shape_only=spec.shape_only)}
+    return tuple(spec if isinstance(step, Specialize) else replace(step, **fields.get(type(step), {}))
+                 for step in steps)
 
 
 def optimized(model: Model, variant: str, options: Options = Options(), annotate=None,
