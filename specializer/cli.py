@@ -607,7 +607,7 @@ def _opt(argv: list[str]) -> int:
     else:  # as written, so the rewrites reading does can be tested as passes; a module keeps its ID
         text = read.read(path)  # (a build's linked.ll: the model's), so the output is the build's
         m = re.match(r"; ModuleID = '([^'\n]*)'", text)
-        state = BuildState(m.group(1) if m else path.name, str(path), text)
+        state = BuildState(m.group(1) if m else path.name, str(path), text, untrusted=True)
     if a.manifest:
         state.shapes = inputs.tensor_shapes(Manifest.load(Path(a.manifest)))
     s = pipeline.run(steps, state)

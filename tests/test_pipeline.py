@@ -161,3 +161,17 @@ def test_pipeline_text_and_context_determine_the_module(captured, monkeypatch):
     with pytest.raises(UserError):
         BuildContext.default()  # the environment alone would now fail the build
     assert optimized() == want
+
+
+def test_opt_guards_a_module_read_as_written(tmp_path):
+    """opt reads a module as written (so reading's rewrites can run as passes), yet what would kill
+    LLVM's backend is still one line, exit 2, as for every input (module.parse_input)."""
+    ll = tmp_path / "x86.ll"
+    ll.write_text("declare void @llvm.x86.sse2.pause()\ndefine void @f() {\n  call void @llvm.x86.sse2.pause()\n"
+                  "  ret void\n}\n")
+    for passes in ((), ("-passes=O2",), ("-passes=normalize,O2",)):
+        r = cli("opt", *passes, ll)
+        assert r.returncode == 2 and r.stdout == "", (passes, r.stdout)
+        assert r.stderr.strip().splitlines() == [
+            f"specialize: error: {ll}:1: calls the x86 intrinsic llvm.x86.sse2.pause, which Cortex-M4 has no "
+            "instruction for"], passes

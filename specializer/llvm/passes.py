@@ -35,6 +35,9 @@ class ModuleState:
     where: str  # how errors name the input
     text: str | None = None
     module: llvm.ModuleRef | None = None
+    # text a user gave, read as written (opt): its first parse is guarded as every input's is
+    # (module.parse_input: what would kill LLVM is named, the trial parse runs in a child)
+    untrusted: bool = False
 
     def as_text(self) -> str:
         if self.text is None:
@@ -43,7 +46,8 @@ class ModuleState:
 
     def as_module(self) -> llvm.ModuleRef:
         if self.module is None:
-            self.module = module.parse(self.text, self.where)
+            parse = module.parse_input if self.untrusted else module.parse
+            self.module, self.untrusted = parse(self.text, self.where), False
             self.module.name = self.name
             self.text = None
         return self.module
@@ -52,7 +56,7 @@ class ModuleState:
         self.text, self.module = text, None
 
     def set_module(self, mod: llvm.ModuleRef) -> None:
-        self.text, self.module = None, mod
+        self.text, self.module, self.untrusted = None, mod, False
 
 
 @dataclass(frozen=True)
