@@ -40,7 +40,7 @@ from specializer.optimize import callsites
 from specializer.optimize.callsites import calls_option
 from specializer.optimize.state import BuildState
 from specializer.llvm.irtext import quote, unquote as _unquote
-from specializer.optimize.specialize import direct_calls
+from specializer.llvm.irtext import direct_calls
 
 MAX_DENSITY = 0.35
 U16 = 65535

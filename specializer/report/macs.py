@@ -15,7 +15,7 @@ import re
 
 from specializer.library.cmsis_api import FUNCTIONS
 from specializer.llvm.irtext import unquote as _unquote
-from specializer.optimize.specialize import direct_calls
+from specializer.llvm.irtext import direct_calls
 
 KERNELS = ("libjit_matmul_f32", "libjit_matmul_s8_s32", "libjit_matmul_s32", "libjit_conv2d_f32")
 
