@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -589,6 +588,7 @@ def _opt(argv: list[str]) -> int:
     a = p.parse_args(argv)
     from specializer import files, inputs
     from specializer.capture.manifest import Manifest
+    from specializer.llvm import irtext
     from specializer.optimize.state import BuildContext, BuildState
     from specializer.optimize.variants import Optimized
 
@@ -599,8 +599,8 @@ def _opt(argv: list[str]) -> int:
         # the one place `opt` reads the environment: which CMSIS-NN the kernel library is built with
         state = BuildState.of_model(model, BuildContext.default() if pipeline.needs_model(steps) else None)
     else:  # any other module keeps its ID (a build's linked.ll: the model's), so the output is the build's
-        m = re.match(r"; ModuleID = '([^'\n]*)'", model.text)
-        state = BuildState(m.group(1) if m else path.name, str(path), model.text, shapes=dict(model.shapes))
+        module_id = irtext.module_id(model.text)
+        state = BuildState(path.name if module_id is None else module_id, str(path), model.text, shapes=dict(model.shapes))
     if a.manifest:
         state.shapes = inputs.tensor_shapes(Manifest.load(Path(a.manifest)))
     s = pipeline.run(steps, state)

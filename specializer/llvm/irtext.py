@@ -341,14 +341,19 @@ def is_constant_def(line: str) -> bool:
     return m is not None and m.group(3) == "constant"
 
 
+def global_name(line: str) -> str | None:
+    """The global a line defines or declares (`@g = ...`: variables and aliases)."""
+    m = _GLOBAL_LINE.match(line)
+    return unquote(m.group(1)) if m else None
+
+
 def global_lines(lines: list[str]) -> dict[str, int]:
     """Global name -> the line that defines it (variables and aliases)."""
     out = {}
     for i, line in enumerate(lines):
-        if line.startswith("@"):
-            m = _GLOBAL_LINE.match(line)
-            if m:
-                out[unquote(m.group(1))] = i
+        name = global_name(line) if line.startswith("@") else None
+        if name is not None:
+            out[name] = i
     return out
 
 
