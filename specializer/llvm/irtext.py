@@ -492,7 +492,8 @@ def replace_call(line: str, callee_at: int, args_end: int, fn: str, args: list[s
 
 def declares_or_defines(text: str, fn: str) -> bool:
     """Whether the module `text` has a `declare` or `define` line for the function `fn`."""
-    return re.search(f"^(?:declare|define) .*{re.escape(quote(fn))}\\(", text, re.M) is not None
+    return any((define_name(ln) or declare_name(ln)) == fn
+               for ln in text.split("\n") if ln.startswith(("declare ", "define ")))
 
 
 # --------------------------------------------------------------------------- metadata
