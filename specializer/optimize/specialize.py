@@ -30,7 +30,8 @@ wrapper (a few bytes that call the real kernel) from looking tiny. The budget is
 
 The rewrite is textual on LLVM's printed IR (one instruction per line, canonical), guided by
 llvmlite's view of each call (callee, operand kinds, types); the result is re-parsed and
-printed again, so it is canonical and byte-identical for the same input.
+printed again, so it is canonical and byte-identical for the same input. Which calls qualify, with
+which constants: callplan.py; the result, its log and the clones' names: speclog.py.
 """
 
 from __future__ import annotations
