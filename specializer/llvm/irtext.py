@@ -237,17 +237,22 @@ def argument_memory(attrs: str) -> str | None:
 # --------------------------------------------------------------------------- the module's pieces
 
 
+def _body_end(lines: list[str], define: int) -> int:
+    """The line of the `}` that closes the function whose `define` is line `define`."""
+    j = define
+    while lines[j] != "}":
+        j += 1
+    return j
+
+
 def function_spans(lines: list[str]) -> dict[str, tuple[int, int]]:
     """Function name -> (line of its `define`, line of its closing `}`)."""
     spans, i = {}, 0
     while i < len(lines):
         if lines[i].startswith("define "):
-            name = define_name(lines[i])
-            j = i
-            while lines[j] != "}":
-                j += 1
-            spans[name] = (i, j)
-            i = j
+            end = _body_end(lines, i)
+            spans[define_name(lines[i])] = (i, end)
+            i = end
         i += 1
     return spans
 
@@ -261,9 +266,7 @@ def pieces(text: str):
     while i < len(lines):
         line = lines[i]
         if line.startswith("define "):
-            j = i
-            while lines[j] != "}":
-                j += 1
+            j = _body_end(lines, i)
             yield "define", lines[i:j + 1]
             i = j + 1
             continue
@@ -282,13 +285,14 @@ def pieces(text: str):
         i += 1
 
 
+_INSTRUCTION_START = re.compile(r"  [^ \]]")
+
+
 def instruction_starts(lines: list[str], start: int, end: int) -> list[int]:
     """The first line of each instruction of the body between lines `start` (its `define`) and
     `end` (its `}`): a switch continues on lines of its own (cases indented further, then `  ]`)."""
     return [i for i in range(start + 1, end) if _INSTRUCTION_START.match(lines[i])]
 
-
-_INSTRUCTION_START = re.compile(r"  [^ \]]")
 _MODULE_ID = re.compile(r"; ModuleID = '([^'\n]*)'")
 _TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.M)
 
