@@ -292,6 +292,14 @@ def test_constant_geps():
     assert irtext.CONST_GEP.search("getelementptr (i32, ptr @x, i32 1)") is None
 
 
+def test_null_based_pointers():
+    assert irtext.is_null_based("ptr null")
+    assert irtext.is_null_based("ptr getelementptr (i8, ptr null, i32 16)")
+    assert irtext.is_null_based("ptr inttoptr (i32 0 to ptr)")
+    assert not irtext.is_null_based("ptr inttoptr (i32 4 to ptr)")
+    assert not irtext.is_null_based("ptr @nullish") and not irtext.is_null_based("ptr getelementptr (i8, ptr @g, i32 0)")
+
+
 def test_direct_calls():
     lines = ["define void @m() {",
              "  call void @k(ptr @w, i32 4, i32 -1) #2",

@@ -428,6 +428,14 @@ def i8_gep_offset(inst: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_NULL_BASED = re.compile(r"^ptr (null|.*\(.*\bptr null\b.*\)|inttoptr \(i\d+ 0 to ptr\))$")
+
+
+def is_null_based(value: str) -> bool:
+    """A constant pointer at (or computed from) address 0: `ptr null`, a GEP from null, inttoptr 0."""
+    return _NULL_BASED.match(value) is not None
+
+
 def global_plus_offset(value: str) -> str:
     """`value` with each constant address into a global written `@g+64`."""
     return CONST_GEP.sub(lambda g: f"{g.group('base')}+{g.group('offset')}", value)
