@@ -119,11 +119,6 @@ def split_args(line: str, open_paren: int) -> tuple[list[str], int]:
     raise ValueError(f"unbalanced brackets: {line.strip()}")
 
 
-def closing(line: str, open_bracket: int) -> int:
-    """The column just past the bracket that closes the one at `open_bracket`."""
-    return split_args(line, open_bracket)[1]
-
-
 # --------------------------------------------------------------------------- define and declare lines
 
 _DEFINE = re.compile(f"^define [^@]*@({NAME})\\(")
@@ -330,7 +325,7 @@ def global_def(line: str) -> GlobalDef | None:
     if m is None:
         return None
     at = m.end()
-    end = closing(line, at) if line[at:at + 1] in ("[", "{", "<") else _word_end(line, at)
+    end = split_args(line, at)[1] if line[at:at + 1] in ("[", "{", "<") else _word_end(line, at)
     return GlobalDef(unquote(m.group(1)), tuple(m.group(2).split()), m.group(3), line[at:end], end + 1)
 
 
@@ -483,10 +478,6 @@ def call_args(line: str, fn: str) -> tuple[int, list[str], int] | None:
         return None
     args, end = split_args(line, at + len(token) - 1)
     return at, args, end
-
-
-def is_musttail(line: str) -> bool:
-    return re.search(r"\bmusttail\b", line) is not None
 
 
 def has_operand_bundles(line: str, args_end: int) -> bool:

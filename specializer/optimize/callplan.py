@@ -243,7 +243,7 @@ class Planner:
                          number, shape_only)
 
     def callee_problem(self, callee: llvm.ValueRef, line: str, end: int) -> str:
-        if irtext.is_musttail(line):
+        if irtext.has_keyword(line, "musttail"):
             return "musttail call"
         if irtext.has_operand_bundles(line, end):
             return "call has operand bundles"
