@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -593,7 +592,7 @@ def _opt(argv: list[str]) -> int:
     a = p.parse_args(argv)
     from specializer import files, inputs
     from specializer.capture.manifest import Manifest
-    from specializer.llvm import read
+    from specializer.llvm import irtext, read
     from specializer.optimize import difftext
     from specializer.optimize.state import BuildContext, BuildState
     from specializer.optimize.variants import Optimized
@@ -606,8 +605,8 @@ def _opt(argv: list[str]) -> int:
         state = BuildState.of_model(inputs.load(path), BuildContext.default() if pipeline.needs_model(steps) else None)
     else:  # as written, so the rewrites reading does can be tested as passes; a module keeps its ID
         text = read.read(path)  # (a build's linked.ll: the model's), so the output is the build's
-        m = re.match(r"; ModuleID = '([^'\n]*)'", text)
-        state = BuildState(m.group(1) if m else path.name, str(path), text, untrusted=True)
+        module_id = irtext.module_id(text)
+        state = BuildState(path.name if module_id is None else module_id, str(path), text, untrusted=True)
     if a.manifest:
         state.shapes = inputs.tensor_shapes(Manifest.load(Path(a.manifest)))
     s = pipeline.run(steps, state)

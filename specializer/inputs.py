@@ -9,12 +9,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 
-from specializer.llvm import module, read, triples
+from specializer.llvm import irtext, module, read, triples
 from specializer.capture import fminmax, intrinsics
 
 from specializer.library import inline_asm
@@ -25,7 +24,6 @@ from specializer.capture.normalize import normalize
 from specializer.capture.retarget import respell_target, retarget
 from specializer.target import TARGET
 
-_TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.M)
 _XLA_MARKERS = ("%XLA_CPU_KernelCallFrame", '!"xla_dylib_index"', "!xla_cpu_memory_region_name")
 
 
@@ -72,8 +70,7 @@ def load(path: Path) -> Model:
         raise UserError(f"{path}: XLA's optimized IR hard-codes x86-64 struct offsets; "
                         "pass the matching *.ir-no-opt.ll instead")
     read.check_not_empty(text, str(path))
-    m = _TRIPLE.search(text)
-    triple = m.group(1) if m else ""
+    triple = irtext.target_triple(text) or ""
     problem = triples.problem(triple)
     if problem is None:
         # any spelling of our target (thumbv7em-none-eabihf, armv7em-...) becomes the one we build for

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specializer.llvm import module
+from specializer.llvm import irtext, module
 from specializer.capture import cmsis_calls, entry, fminmax, hlo_sites, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
 
 from specializer.capture import cmsis_calls_act
@@ -260,8 +260,10 @@ def _resolve_output(dump: Dump, exe: xe.Executable, comp, name: str, index: tupl
 def _kernel_sources(dump: Dump) -> dict[str, Path]:
     found = {}
     for path in dump.kernel_ir().values():
-        for m in re.finditer(r'^define ptr @"?([^"(\s]+)"?\(ptr', path.read_text(), re.M):
-            found[m.group(1)] = path
+        for s in map(irtext.signature, path.read_text().split("\n")):
+            # a kernel: `define ptr @name(ptr ...)`, called with XLA's call frame
+            if s and s.keyword == "define" and s.head == "ptr" and s.params[:1] and s.params[0].startswith("ptr"):
+                found[s.name] = path
     return found
 
 

@@ -25,11 +25,13 @@ from dataclasses import dataclass
 
 from specializer.llvm.passes import TextPass
 
+from specializer.llvm import irtext
+
 _TYPE = r"(?:float|double|half|<\d+ x (?:float|double|half)>)"
 _CONST = r"(?:zeroinitializer|splat \((?:float|double|half) [-+0-9.e]+\)|-?\d+\.\d+e[-+]\d+|0x[0-9A-F]{16})"
-_VALUE = r"(?:%[-\w.$]+|%\"[^\"]*\")"
+_VALUE = irtext.LOCAL
 _CALL = re.compile(
-    rf"^(?P<indent>\s*)(?P<res>%[-\w.$]+) = (?:tail |musttail |notail )?call (?:[a-z]+ )*(?P<ty>{_TYPE}) "
+    rf"^(?P<indent>\s*)(?P<res>{irtext.BARE_LOCAL}) = (?:tail |musttail |notail )?call (?:[a-z]+ )*(?P<ty>{_TYPE}) "
     rf"@llvm\.(?P<op>maximum|minimum)\.[a-z0-9]+\((?P=ty) (?P<a>{_VALUE}|{_CONST}), (?P=ty) "
     rf"(?P<b>{_VALUE}|{_CONST})\)(?P<tail>(?:\s*#\d+)?(?:, !.*)?)$")
 
@@ -59,7 +61,7 @@ def _predicate(op: str, c: float) -> str:
     return "ule" if c == 0.0 and not negative_zero else "ult"
 
 
-_DEF = re.compile(r"^\s*(%[-\w.$]+) = ", re.M)
+_DEF = re.compile(rf"^\s*({irtext.BARE_LOCAL}) = ", re.M)
 
 
 def _fresh(name: str, defined: set[str], what: str = "cmp") -> str:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 
-_VECTOR_DECL = re.compile(r'^declare <(\d+) x float> @"?xla\.(\w+)\.v(\d+)f32"?\(<\d+ x float>\)', re.M)
-_FPTRUNC_DECL = re.compile(r'^declare (?:<(\d+) x bfloat>|bfloat) @"?xla\.fptrunc\.(?:v\d+)?f32\.to\.(?:v\d+)?bf16"?\(', re.M)
+from specializer.llvm import irtext
 
 FPTRUNC = "xla.fptrunc.f32.to.bf16"
 # Symbols this module defines whenever a kernel declares them (the capture check counts them).
@@ -55,11 +54,20 @@ def vector_wrappers(module_text: str) -> str:
     `module_text` declares (may be empty)."""
     out = []
     scalars = set()
-    for m in sorted(set(_VECTOR_DECL.findall(module_text))):
-        n, fn = int(m[0]), m[1]
+    vectors, widths = set(), set()
+    for s in map(irtext.signature, module_text.split("\n")):
+        if s is None or s.keyword != "declare":
+            continue
+        ret = irtext.vector_type(s.head)
+        if (m := VECTOR_NAME.match(s.name)) and ret and ret[1] == "float" and len(s.params) == 1 \
+                and (irtext.vector_type(s.params[0]) or (0, ""))[1] == "float":
+            vectors.add((str(ret[0]), m.group(1)))
+        elif FPTRUNC_NAME.match(s.name) and (s.head == "bfloat" or (ret and ret[1] == "bfloat")):
+            widths.add(str(ret[0]) if ret else "")
+    for n_text, fn in sorted(vectors):
+        n = int(n_text)
         out += _unrolled(f"xla.{fn}.v{n}f32", n, "float", "float", f"xla.{fn}.f32")
         scalars.add(f"declare float @xla.{fn}.f32(float)")
-    widths = set(_FPTRUNC_DECL.findall(module_text))
     if widths:
         out += _fptrunc_scalar()
         for w in sorted(int(x) for x in widths if x):
@@ -73,12 +81,10 @@ def append_to(module_text: str) -> str:
     wrappers = vector_wrappers(module_text)
     if not wrappers:
         return module_text
-    defined = set(re.findall(r"^define linkonce_odr [^@]*@([\w.]+)\(", wrappers, re.M))
-    declared = set(re.findall(r'^declare [^@]*@"?([\w.]+)"?\(', module_text, re.M))
-    kept = [ln for ln in module_text.splitlines()
-            if not (ln.startswith("declare ") and re.search(r'@"?([\w.]+)"?\(', ln).group(1) in defined)]
-    extra = [ln for ln in wrappers.splitlines()
-             if not (ln.startswith("declare ") and re.search(r"@([\w.]+)\(", ln).group(1) in declared)]
+    defined = set(irtext.defined(wrappers))
+    declared = set(irtext.declared(module_text))
+    kept = [ln for ln in module_text.splitlines() if irtext.declare_name(ln) not in defined]
+    extra = [ln for ln in wrappers.splitlines() if irtext.declare_name(ln) not in declared]
     return "\n".join(kept + [""] + extra) + "\n"
 
 

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from specializer.capture import intrinsics
 from specializer.errors import UserError
+from specializer.llvm import irtext
 from specializer.target import TARGET
 from specializer.tools import find_tool
 
@@ -60,14 +61,10 @@ def _float_suffix(name: str) -> str | None:
     return None
 
 
-_DECL = re.compile(r'^declare\b[^@\n]*@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(', re.M)
-
-
 def needs(module_text: str) -> list[Need]:
     """What the declarations of one (retargeted) kernel module need at link time."""
     out = []
-    for m in _DECL.finditer(module_text):
-        name = m.group(1).strip('"')
+    for name in irtext.declared(module_text):
         if name.startswith("llvm."):
             base = name.split(".")[1]
             ty = _float_suffix(name)

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from specializer.errors import UserError
+from specializer.llvm import irtext
 from specializer.llvm.passes import ModuleState, Pass
 
 # Each mnemonic takes its register operands in the intrinsic's order (LLVM's IntrinsicsARM.td).
@@ -41,13 +42,11 @@ _IMMEDIATE = {"i", "n", "I", "J", "K", "L", "M"}
 # and GE bits themselves) and the memory barrier of a `volatile` asm with no memory operand.
 _HARMLESS_CLOBBERS = {"~{cc}", "~{apsr}", "~{memory}"}
 
-_NAME = r'%(?:[-\w.$]+|"[^"]*")'
 _CALL = re.compile(
-    rf'^(?P<indent>\s*)(?P<res>{_NAME}) = (?P<tail>(?:tail |notail )?)call (?P<ty>i32) '
+    rf'^(?P<indent>\s*)(?P<res>{irtext.LOCAL}) = (?P<tail>(?:tail |notail )?)call (?P<ty>i32) '
     r'asm (?:sideeffect )?(?:alignstack )?(?:inteldialect )?(?:unwind )?'
     r'"(?P<tpl>[^"]*)", "(?P<cons>[^"]*)"\((?P<args>[^()]*)\)')
 _ANY_ASM = re.compile(r'\b(?:call|invoke|callbr) [^"@%]*\basm (?:\w+ )*"(?P<tpl>[^"]*)"')
-_DEFINE = re.compile(r'^define\b[^@]*@("[^"]+"|[-\w.$]+)\(')
 
 
 @dataclass(frozen=True)
@@ -211,9 +210,8 @@ def rewrite(text: str) -> Rewritten:
         needed |= e.intrinsics
         count += 1
     new = "\n".join(out)
-    decls = [_declaration(n) for n in sorted(needed)]
-    decls = [d for d in decls if not re.search(rf"^declare [^\n]*{re.escape(d.split(' ')[2].split('(')[0])}\(",
-                                               new, re.M)]  # fmt: skip
+    declared = set(irtext.declared(new))
+    decls = [d for d in map(_declaration, sorted(needed)) if irtext.declare_name(d) not in declared]
     if decls:
         new = new.rstrip("\n") + "\n\n" + "\n".join(decls) + "\n"
     return Rewritten(new, count)
@@ -223,9 +221,9 @@ def leftover(text: str) -> list[Leftover]:
     """Every inline-asm call still in `text` (and module-level asm), with its function."""
     found, function = [], "(module level)"
     for line in text.split("\n"):
-        d = _DEFINE.match(line)
-        if d:
-            function = d.group(1).strip('"')
+        defines = irtext.define_name(line)
+        if defines is not None:
+            function = defines
         elif line.startswith("}"):
             function = "(module level)"
         elif line.startswith("module asm "):

@@ -18,13 +18,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from specializer.llvm import irtext
+from specializer.llvm.irtext import quote
 from specializer.llvm.passes import Pass
 from specializer.optimize.state import BuildState
 
 MIN_OFFSET = 4096  # below this, the offset fits an LDR/STR immediate
-_GEP = re.compile(r"getelementptr (?:inbounds )?(?:nuw )?\(i8, ptr @([-\w.$]+), i32 (\d+)\)")
-_MUTABLE = re.compile(r"^@([-\w.$]+) = (?:(?:internal|private|dso_local|local_unnamed_addr|unnamed_addr) )*global ",
-                      re.M)
+# what may come before `global` in the line of a buffer this pass aliases (not, say, `external`)
+_BUFFER_KEYWORDS = {"internal", "private", "dso_local", "local_unnamed_addr", "unnamed_addr"}
 
 
 def alias_name(base: str, offset: int) -> str:
@@ -34,18 +35,23 @@ def alias_name(base: str, offset: int) -> str:
 def rewrite(text: str) -> tuple[str, list[str]]:
     """`text` with large constant offsets into mutable globals written as aliases, and the
     aliases' names (sorted)."""
-    mutable = set(_MUTABLE.findall(text))
+    mutable = set()
+    for line in text.split("\n"):
+        d = irtext.global_def(line) if line.startswith("@") else None
+        if d and d.kind == "global" and set(d.keywords) <= _BUFFER_KEYWORDS:
+            mutable.add(d.name)
     aliases: dict[str, str] = {}
 
     def sub(m: re.Match) -> str:
-        base, offset = m.group(1), int(m.group(2))
+        base, offset = irtext.unquote(m.group("base")[1:]), int(m.group("offset"))
         if base not in mutable or offset < MIN_OFFSET:
             return m.group(0)
         name = alias_name(base, offset)
-        aliases[name] = f"@{name} = internal alias i8, getelementptr (i8, ptr @{base}, i32 {offset})"
-        return "@" + name
+        aliases[name] = (f"{quote(name)} = internal alias i8, getelementptr (i8, ptr {quote(base)}, "
+                         f"{m.group('index')} {offset})")
+        return quote(name)
 
-    out = _GEP.sub(sub, text)
+    out = irtext.CONST_GEP.sub(sub, text)
     if not aliases:
         return text, []
     return out.rstrip("\n") + "\n\n" + "\n".join(aliases[k] for k in sorted(aliases)) + "\n", sorted(aliases)

@@ -13,17 +13,17 @@ Numbering is idempotent: a module already tagged (the all-args build numbers the
 
 from __future__ import annotations
 
-import re
-
-from specializer.llvm.irtext import define_name, unquote
+from specializer.llvm import irtext
 from specializer.llvm.passes import option
 
 KIND = "specializer.call"
-_TAG = re.compile(r", !specializer\.call !(\d+)")
-_META_ID = re.compile(r"^!(\d+) = ", re.M)
-_NODE = re.compile(r"^!(\d+) = !\{i32 (\d+)\}$", re.M)
-# a call instruction line of a function body whose callee is named (`call ... @f(`), not llvm.*
-_CALL = re.compile(r'^  (?:%\S+ = )?(?:(?:tail|musttail|notail) )?call [^@]*@(?!llvm\.)("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)\(')
+_TAG = irtext.attachment_pattern(KIND)
+
+
+def _called(line: str) -> str | None:
+    """The function (not an llvm.* intrinsic) a call line of a function body calls by name."""
+    name = irtext.callee(line)
+    return None if name is None or name.startswith("llvm.") else name
 
 
 def number(text: str) -> str:
@@ -31,16 +31,16 @@ def number(text: str) -> str:
     if _TAG.search(text):
         return text
     lines = text.split("\n")
-    next_id = max((int(m.group(1)) for m in _META_ID.finditer(text)), default=-1) + 1
+    next_id = irtext.next_metadata_id(text)
     nodes, inside = [], False
     for i, line in enumerate(lines):
         if line.startswith("define "):
             inside = True
         elif line == "}":
             inside = False
-        elif inside and _CALL.match(line):
+        elif inside and _called(line):
             nodes.append(f"!{next_id + len(nodes)} = !{{i32 {len(nodes) + 1}}}")
-            lines[i] = line + f", !{KIND} !{next_id + len(nodes) - 1}"
+            lines[i] = irtext.attach(line, KIND, next_id + len(nodes) - 1)
     if not nodes:
         return text
     return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(nodes) + "\n"
@@ -50,7 +50,8 @@ class Numbers:
     """Reads the call number of a call line of one module's text."""
 
     def __init__(self, text: str):
-        self.of_node = {int(m.group(1)): int(m.group(2)) for m in _NODE.finditer(text)}
+        self.of_node = {k: n for k, v in irtext.metadata_nodes(text).items()
+                        if (n := irtext.metadata_int(v)) is not None}
 
     def of(self, line: str) -> int | None:
         m = _TAG.search(line)
@@ -64,13 +65,11 @@ def calls(text: str) -> list[tuple[str, str, int | None]]:
     out, caller = [], None
     for line in text.split("\n"):
         if line.startswith("define "):
-            caller = define_name(line)
+            caller = irtext.define_name(line)
         elif line == "}":
             caller = None
-        elif caller is not None:
-            m = _CALL.match(line)
-            if m:
-                out.append((caller, unquote(m.group(1)), numbers.of(line)))
+        elif caller is not None and (callee := _called(line)):
+            out.append((caller, callee, numbers.of(line)))
     return out
 
 

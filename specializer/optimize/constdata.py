@@ -23,11 +23,12 @@ object's size, to become a private constant global the specialized callee reads 
 from __future__ import annotations
 
 import ctypes
-import re
 from dataclasses import dataclass
 from typing import Callable
 
 import llvmlite.binding as llvm
+
+from specializer.llvm import irtext
 
 _CONST_KINDS = {
     llvm.ValueKind.constant_int, llvm.ValueKind.constant_fp, llvm.ValueKind.constant_pointer_null,
@@ -40,8 +41,6 @@ _UNDEF_KINDS = {llvm.ValueKind.undef_value, llvm.ValueKind.poison_value}
 _POINTERLESS_KINDS = {llvm.ValueKind.constant_int, llvm.ValueKind.constant_fp,
                       llvm.ValueKind.constant_pointer_null, llvm.ValueKind.constant_aggregate_zero,
                       llvm.ValueKind.constant_data_array, llvm.ValueKind.constant_data_vector}
-_ALLOCA = re.compile(r"= alloca (.+?)(?:, i32 1)?(?:, align (\d+))?(?:, !.*)?$")
-_I8_GEP = re.compile(r"= getelementptr (?:(?:inbounds|nuw|nusw) )*i8, ptr %\S+, i32 (-?\d+)(?:, !.*)?$")
 
 
 def key(v: llvm.ValueRef) -> int:
@@ -92,11 +91,11 @@ def stack_object(uses: FunctionUses, alloca: llvm.ValueRef, call: llvm.ValueRef,
                  sizeof: Callable[[str], int], td: llvm.TargetData,
                  quote: Callable[[str], str]) -> ConstObject | str:
     """The constant contents of `alloca` at `call`, or why they are not constant."""
-    m = _ALLOCA.search(str(alloca))
-    if not m or "inalloca" in m.group(1):
+    a = irtext.alloca(str(alloca))
+    if not a or "inalloca" in a.type:
         return "not a single stack object"
-    size = sizeof(m.group(1))
-    align = int(m.group(2) or 4)
+    size = sizeof(a.type)
+    align = a.align or 4
     call_block, call_at = uses.pos[key(call)]
     # (instruction position, offset, size, type, typed value, holds an address) in program order
     writes: list[tuple[int, int, int, str | None, str | None, bool]] = []
@@ -111,10 +110,10 @@ def stack_object(uses: FunctionUses, alloca: llvm.ValueRef, call: llvm.ValueRef,
                 passed += 1
                 continue
             if op == "getelementptr":
-                g = _I8_GEP.search(str(user))
-                if not g or oi != 0:
+                at = irtext.i8_gep_offset(str(user))
+                if at is None or oi != 0:
                     return "indexed at a non-constant offset in the caller"
-                todo.append((user, offset + int(g.group(1))))
+                todo.append((user, offset + at))
                 continue
             if op == "call":
                 callee = _callee_name(user)

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from specializer.llvm import module
-from specializer.llvm.irtext import unquote as _unquote
+from specializer.llvm import irtext, module
+from specializer.llvm.irtext import ATTRIBUTE_REF, METADATA_REF, outside_strings
 
 SUMMARY_BYTES = 256  # a global initializer larger than this is summarized, not printed
 HEADER = ("; diff-oriented text (specializer/optimize/difftext.py): for reading and diffing, not for parsing back.\n"
@@ -39,13 +39,6 @@ HEADER = ("; diff-oriented text (specializer/optimize/difftext.py): for reading 
           f"; metadata named by content (!m.<hash>, distinct !d.<hash>); initializers over {SUMMARY_BYTES} "
           "bytes summarized.\n")
 
-_GLOBAL_NAME = re.compile(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)')
-_FN_NAME = re.compile(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)\(')
-_ATTR_GROUP = re.compile(r"^attributes #(\d+) = \{ (.*) \}$")
-_MD_NODE = re.compile(r"^!(\d+) = (.*)$")
-_NAMED_MD = re.compile(r"^!([-a-zA-Z$._][-a-zA-Z$._0-9]*) = (.*)$")
-_MD_REF = re.compile(r"!(\d+)\b")
-_ATTR_REF = re.compile(r" #(\d+)\b")
 _SHORT_OPS = {"getelementptr": "gep"}
 
 
@@ -74,15 +67,6 @@ class DiffText:
             out.append(e.text)
             last = e.kind
         return "".join(out)
-
-
-def _outside_strings(line: str, pattern: re.Pattern, repl) -> str:
-    """`pattern.sub(repl, ...)` on the parts of `line` outside string literals (LLVM escapes a
-    quote inside a string as \\22, so quotes pair up)."""
-    parts = line.split('"')
-    for i in range(0, len(parts), 2):
-        parts[i] = pattern.sub(repl, parts[i])
-    return '"'.join(parts)
 
 
 def _hash(text: str, digits: int = 8) -> str:
@@ -145,32 +129,6 @@ def name_locals(mod: llvm.ModuleRef) -> None:
 # --------------------------------------------------------------------------- big initializers
 
 
-# what may follow a global's initializer, each after ", " (LLVM's printed order)
-_GLOBAL_TAIL = re.compile(r'^(align \d+|section "[^"]*"|partition "[^"]*"|comdat(\(\$[^)]*\))?|code_model "[^"]*"|'
-                          r'no_sanitize\w*|sanitize_\w+|![-a-zA-Z$._0-9]+ !\S+)$')
-
-
-def _initializer_end(line: str, start: int) -> int:
-    """Where the initializer starting at `start` ends: before the trailing `, align 4`-style
-    pieces (peeled off from the end, so a megabyte of array text is never scanned in Python)."""
-    group = re.search(r" #\d+$", line[-16:])  # an attribute group, after everything else
-    end = len(line) - (len(group.group(0)) if group else 0)
-    while True:
-        at = line.rfind(", ", start, end)
-        if at < 0 or not _GLOBAL_TAIL.match(line[at + 2:end]):
-            return end
-        end = at
-
-
-def _shape(ty: str) -> str:
-    """`[16 x [32 x float]]` -> `float[16x32]`; other types as they are."""
-    dims = []
-    while m := re.match(r"^\[(\d+) x (.*)\]$", ty):
-        dims.append(m.group(1))
-        ty = m.group(2)
-    return f"{ty}[{'x'.join(dims)}]" if dims else ty
-
-
 def _summarize(line: str, ty: str, nbytes: int) -> str:
     """The global's line with its initializer replaced by `...` and described in a comment."""
     at = -1
@@ -181,11 +139,13 @@ def _summarize(line: str, ty: str, nbytes: int) -> str:
             break
     if at < 0 or nbytes <= SUMMARY_BYTES:
         return line
-    end = _initializer_end(line, at)
+    end = irtext.initializer_end(line, at)
     init = line[at:end]
     if init in ("zeroinitializer", "undef", "poison") or not init:
         return line
-    return (f"{line[:at]}...{line[end:]}  ; initializer summarized: {_shape(ty)}, {nbytes} bytes, "
+    dims, elem = irtext.array_dims(ty)
+    shape = f"{elem}[{'x'.join(dims)}]" if dims else ty
+    return (f"{line[:at]}...{line[end:]}  ; initializer summarized: {shape}, {nbytes} bytes, "
             f"sha256 {_hash(init, 16)} of its text")
 
 
@@ -214,42 +174,13 @@ def _metadata_names(nodes: dict[str, str]) -> dict[str, str]:
                 return "!cycle"
             return "!" + _hash(content(r, stack + (n,)))
 
-        memo[n] = _outside_strings(nodes[n], _MD_REF, ref)
+        memo[n] = outside_strings(nodes[n], METADATA_REF, ref)
         return memo[n]
 
     return {n: ("d." if nodes[n].startswith("distinct ") else "m.") + _hash(content(n, ())) for n in nodes}
 
 
 # --------------------------------------------------------------------------- the text
-
-
-def _pieces(text: str):
-    """Top-level pieces of LLVM's printed module: (kind, lines)."""
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("define "):
-            j = i
-            while lines[j] != "}":
-                j += 1
-            yield "define", lines[i:j + 1]
-            i = j + 1
-            continue
-        if line.startswith("declare "):
-            yield "declare", [line]
-        elif line.startswith("@"):
-            yield "global", [line]
-        elif line.startswith("%") and " = type " in line:
-            yield "type", [line]
-        elif line.startswith("attributes #"):
-            yield "attributes", [line]
-        elif line.startswith("!"):
-            yield "metadata", [line]
-        elif line.startswith(("target ", "module asm", "$")):
-            yield "header", [line]
-        # ; ModuleID, source_filename, ; Function Attrs (inlined instead), blank lines: dropped
-        i += 1
 
 
 def render(text: str, where: str = "module.ll", notes: dict[str, list[str]] | None = None) -> DiffText:
@@ -268,27 +199,27 @@ def render_module(mod: llvm.ModuleRef, notes: dict[str, list[str]] | None = None
 
     header, attrs, nodes, named = [], {}, {}, []
     raw: list[Entity] = []
-    for kind, lines in _pieces(printed):
+    for kind, lines in irtext.pieces(printed):
         first = lines[0]
         if kind == "header":
             header.append(first)
         elif kind == "attributes":
-            m = _ATTR_GROUP.match(first)
-            attrs[m.group(1)] = m.group(2)
+            number, group = irtext.attribute_group(first)
+            attrs[str(number)] = group
         elif kind == "metadata":
-            m = _MD_NODE.match(first)
-            if m:
-                nodes[m.group(1)] = m.group(2)
+            node = irtext.metadata_node(first)
+            if node:
+                nodes[node[0]] = node[1]
             else:
                 named.append(first)
         elif kind == "type":
             raw.append(Entity("type", first.split(" = ", 1)[0], first))
         elif kind == "global":
-            name = _unquote(_GLOBAL_NAME.match(first).group(1))
+            name = irtext.global_name(first)
             line = _summarize(first, *sizes[name]) if name in sizes else first
             raw.append(Entity("global", "@" + name, line))
         else:
-            name = _unquote(_FN_NAME.search(first).group(1))
+            name = irtext.define_name(first) if kind == "define" else irtext.declare_name(first)
             raw.append(Entity("function", "@" + name, "\n".join(lines)))
     order = {"type": 0, "global": 1, "function": 2}
     raw.sort(key=lambda e: (order[e.kind], e.name))
@@ -302,7 +233,7 @@ def render_module(mod: llvm.ModuleRef, notes: dict[str, list[str]] | None = None
         return "!" + md.get(m.group(1), m.group(1))
 
     def clean(line: str) -> str:
-        return _outside_strings(_outside_strings(line, _ATTR_REF, inline_attrs), _MD_REF, md_ref)
+        return outside_strings(outside_strings(line, ATTRIBUTE_REF, inline_attrs), METADATA_REF, md_ref)
 
     entities = []
     for e in raw:
@@ -311,7 +242,7 @@ def render_module(mod: llvm.ModuleRef, notes: dict[str, list[str]] | None = None
             lines = [f"; {n}" for n in notes[e.name[1:]]] + lines
         entities.append(Entity(e.kind, e.name, "\n".join(lines) + "\n"))
     if nodes or named:
-        md_lines = sorted({f"!{md[n]} = {_outside_strings(body, _MD_REF, md_ref)}" for n, body in nodes.items()})
+        md_lines = sorted({f"!{md[n]} = {outside_strings(body, METADATA_REF, md_ref)}" for n, body in nodes.items()})
         named_lines = sorted(clean(ln) for ln in named)
         entities.append(Entity("metadata", "metadata", "\n".join(named_lines + md_lines) + "\n"))
     return DiffText("\n".join(header) + "\n" if header else "", tuple(entities))
@@ -334,7 +265,7 @@ def clone_notes(sites) -> dict[str, list[str]]:
         fixed = dict(fixed)
         for a in s["const"]:
             # the caller's local name of a stack object is no part of what the clone is
-            fixed[kept[a["index"]]] = re.sub(r"^stack object %\S+ ", "stack object ", a["summary"])
+            fixed[kept[a["index"]]] = re.sub(f"^stack object {irtext.LOCAL} ", "stack object ", a["summary"])
         here = {a["index"] for a in s["const"]}
         origin[clone] = (root, fixed, tuple(k for i, k in enumerate(kept) if i not in here))
         # not which clone it was cloned from: that depends on what earlier rounds found, the

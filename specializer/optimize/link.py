@@ -8,7 +8,6 @@ build's `linked.ll` reproduces its `optimized.ll` byte for byte only with them.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -16,7 +15,7 @@ import llvmlite.binding as llvm
 from specializer.errors import UserError
 from specializer.inputs import Model
 from specializer.library import libjit
-from specializer.llvm import module, transforms
+from specializer.llvm import irtext, module, transforms
 from specializer.llvm.passes import LINK, Pass, use_list_order
 from specializer.optimize import callsites
 from specializer.optimize.state import BuildContext, BuildState
@@ -45,7 +44,7 @@ class Link(Pass):
 
     def run(self, state: BuildState) -> None:
         text = callsites.number(state.as_text())
-        if re.search(r"^define [^@\n]*@libjit_", text, re.M):  # else: a cryptic duplicate-symbol error
+        if any(f.startswith("libjit_") for f in irtext.defined(text)):  # else: a cryptic duplicate-symbol error
             raise UserError(f"{state.where}: already linked (it defines libjit's kernels): run only the steps "
                             "after 'link' on it")
         mod = linked(state.model, state.context, text)

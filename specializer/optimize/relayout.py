@@ -28,7 +28,6 @@ are left alone and not logged.
 
 from __future__ import annotations
 
-import re
 import struct
 from dataclasses import dataclass
 
@@ -39,15 +38,13 @@ from specializer.llvm.passes import MODEL, Pass
 from specializer.optimize import callsites
 from specializer.optimize.callsites import calls_option
 from specializer.optimize.state import BuildState
-from specializer.llvm.irtext import quote, unquote as _unquote
-from specializer.optimize.specialize import direct_calls
+from specializer.llvm import irtext
+from specializer.llvm.irtext import direct_calls, global_arg, quote
 
 MAX_DENSITY = 0.35
 U16 = 65535
 CSC_KERNEL = "libjit_vecmat_csc_f32"
 
-_GLOBAL = re.compile(r'^ptr @("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)$')
-_FLOATS = re.compile(r"float ([^,\]\s]+)")
 
 
 @dataclass(frozen=True)
@@ -81,13 +78,13 @@ def _hex(v: float) -> str:
 
 def weight_values(line: str, count: int) -> np.ndarray | None:
     """The values of a flat `[count x float]` constant global from its definition line."""
-    m = re.match(r'^@\S+ = (?:[a-z_]+ )*constant \[(\d+) x float\] ', line)
-    if not m or int(m.group(1)) != count:
+    d = irtext.global_def(line) if line.startswith("@") else None
+    if d is None or d.kind != "constant" or d.type != f"[{count} x float]":
         return None
-    rest = line[m.end():]
-    if rest.startswith("zeroinitializer"):
+    items = irtext.array_elements(line[d.init_at:], "float")
+    if items == []:  # zeroinitializer
         return np.zeros(count, np.float32)
-    values = [_float(t) for t in _FLOATS.findall(rest.split("]", 1)[0])]
+    values = [_float(t) for t in items or []]
     return np.array(values, np.float32) if len(values) == count else None
 
 
@@ -130,8 +127,8 @@ class ConstConv:
 
 
 def _constant_global(defs: dict, lines: list[str], arg: str) -> bool:
-    m = _GLOBAL.match(arg)
-    return bool(m) and _unquote(m.group(1)) in defs and " constant " in lines[defs[_unquote(m.group(1))]]
+    name = global_arg(arg)
+    return name in defs and " constant " in lines[defs[name]]
 
 
 def _skipped(text: str, skip: frozenset):
@@ -143,15 +140,14 @@ def _skipped(text: str, skip: frozenset):
 def const_convs(text: str, shim: bool, skip: frozenset = frozenset()) -> tuple[str, tuple[ConstConv, ...]]:
     """The int8 conv rule (module docstring): `shim` says whether libjit is built on the shim."""
     lines = text.split("\n")
-    defs = _defs(lines)
+    defs = irtext.global_lines(lines)
     notes = []
     skipped = _skipped(text, skip)
     for call in list(direct_calls(lines, (CONV_S8,))):
         args = call.args
         if len(args) != CONV_S8_ARGS or skipped(lines[call.line]):
             continue
-        scope = _GLOBAL.match(args[2])
-        name = _unquote(scope.group(1)) if scope else args[2]
+        name = global_arg(args[2]) or args[2]
         if not shim:
             notes.append(ConstConv(name, "", "a real CMSIS-NN checkout has no " + CONV_S8_CONST))
         elif not (_constant_global(defs, lines, args[2]) and _constant_global(defs, lines, args[8])):
@@ -165,17 +161,6 @@ def const_convs(text: str, shim: bool, skip: frozenset = frozenset()) -> tuple[s
     return "\n".join(lines).rstrip("\n") + "\n\n" + decl + "\n", tuple(notes)
 
 
-def _defs(lines: list[str]) -> dict[str, int]:
-    """Global name -> the line that defines it."""
-    defs = {}
-    for i, line in enumerate(lines):
-        if line.startswith("@"):
-            m = re.match(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+) = ', line)
-            if m:
-                defs[_unquote(m.group(1))] = i
-    return defs
-
-
 def relayout(text: str, shim: bool = True, skip: frozenset = frozenset()) -> tuple[str, tuple]:
     """Apply the rules to every call of the model module `text` but those in `skip` (see the
     module docstring)."""
@@ -186,19 +171,18 @@ def relayout(text: str, shim: bool = True, skip: frozenset = frozenset()) -> tup
 
 def _dense(text: str, skip: frozenset = frozenset()) -> tuple[str, tuple[Relayout, ...]]:
     lines = text.split("\n")
-    defs = _defs(lines)
+    defs = irtext.global_lines(lines)
     done: dict[str, Relayout] = {}
     notes, new_globals = [], []
     skipped = _skipped(text, skip)
     for call in list(direct_calls(lines, ("libjit_matmul_f32",))):
         args, ints = call.args, call.ints(3, 6)
-        w = _GLOBAL.match(args[2]) if len(args) == 9 else None
-        if w is None or ints is None or skipped(lines[call.line]):
+        name = global_arg(args[2]) if len(args) == 9 else None
+        if name is None or ints is None or skipped(lines[call.line]):
             continue
         batch, rows, k, n, lt, rt = ints
         if batch != 1 or rows != 1 or lt != 0:
             continue
-        name = _unquote(w.group(1))
         if name not in done:
             done[name] = _decide(name, lines[defs[name]] if name in defs else "", k, n, rt, new_globals)
             notes.append(done[name])
@@ -210,7 +194,7 @@ def _dense(text: str, skip: frozenset = frozenset()) -> tuple[str, tuple[Relayou
                                 + ", ".join([args[0], args[1], *csc, f"i32 {n}"]) + ")" + line[call.end:])
     if not any(r.kernel for r in notes):
         return text, tuple(notes)
-    if not re.search(rf"^(declare|define) .*{quote(CSC_KERNEL)}\(", text, re.M):
+    if not irtext.declares_or_defines(text, CSC_KERNEL):
         new_globals.append(f"declare void {quote(CSC_KERNEL)}(ptr, ptr, ptr, ptr, ptr, i32)")
     return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(new_globals) + "\n", tuple(notes)
 

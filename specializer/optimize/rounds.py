@@ -15,7 +15,8 @@ from elftools.elf.elffile import ELFFile
 from specializer.llvm import emit, module, transforms
 from specializer.llvm.passes import THRESHOLD_HELP, Pass, option
 from specializer.optimize.callsites import calls_option
-from specializer.optimize.specialize import CodeSizes, Specialized, merge, specialize
+from specializer.optimize.speclog import Specialized, merge
+from specializer.optimize.specialize import CodeSizes, specialize
 from specializer.optimize.state import BuildState
 from specializer.target import TARGET
 

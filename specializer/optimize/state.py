@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from specializer.inputs import Model
 from specializer.library import cmsis, libjit
 from specializer.llvm.passes import ModuleState
-from specializer.optimize.specialize import Specialized
+from specializer.optimize.speclog import Specialized
 from specializer.target import TARGET, Target
 
 

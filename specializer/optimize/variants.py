@@ -58,7 +58,7 @@ from specializer.optimize.link import Link
 from specializer.optimize.relayout import RelayoutPass
 from specializer.optimize.rounds import (DEFAULT_FLASH_BUDGET, DEFAULT_MAX_GROWTH, DEFAULT_ROUNDS,  # noqa: F401 (the CLI's defaults)
                                          Specialize)
-from specializer.optimize.specialize import Specialized
+from specializer.optimize.speclog import Specialized
 from specializer.optimize.state import BuildContext, BuildState
 
 # The one table: each variant is the pipeline it runs (pipeline.py). `separate` runs its

@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from specializer.llvm import module, transforms
+from specializer.llvm import irtext, module, transforms
 from specializer.llvm.passes import Pass
 from specializer.optimize.state import BuildState
 
 _ZERO = r"(?:-?0\.000000e\+00|0x0000000000000000|0x8000000000000000)"
-_VAL = r"(?:%[-\w.$]+|%\"[^\"]*\")"
+_VAL = irtext.LOCAL
 _FMF = r"(?:(?:fast|nnan|ninf|nsz|arcp|contract|afn|reassoc) )*"
 _MUL = re.compile(rf"^\s*({_VAL}) = fmul {_FMF}float (?:{_ZERO}, {_VAL}|{_VAL}, {_ZERO})\s*(?:,.*)?$")
 _ADD = re.compile(rf"^(\s*)({_VAL}) = fadd ({_FMF})float ({_VAL}|\S+), ({_VAL}|\S+?)(\s*(?:,.*)?)$")

@@ -11,11 +11,9 @@ libjit; dots fused into elementwise kernels are small).
 
 from __future__ import annotations
 
-import re
-
 from specializer.library.cmsis_api import FUNCTIONS
-from specializer.llvm.irtext import unquote as _unquote
-from specializer.optimize.specialize import direct_calls
+from specializer.llvm import irtext
+from specializer.llvm.irtext import direct_calls, global_arg
 
 KERNELS = ("libjit_matmul_f32", "libjit_matmul_s8_s32", "libjit_matmul_s32", "libjit_conv2d_f32")
 
@@ -29,9 +27,6 @@ CMSIS_NN = {
     "arm_fully_connected_s8": lambda f, o: o[0] * f[0] * o[3],
 }
 _PARAMS = {f.name: [n for _, n in f.params] for f in FUNCTIONS}
-_GLOBAL_ARG = re.compile(r'^ptr @("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)$')
-_DIMS_DEF = re.compile(r'^@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+) = .*\bconstant \[4 x i32\] '
-                       r'\[i32 (-?\d+), i32 (-?\d+), i32 (-?\d+), i32 (-?\d+)\]')
 
 
 def count(text: str) -> int:
@@ -58,15 +53,17 @@ def cmsis_nn(lines: list[str]) -> int:
     """MACs of the CMSIS-NN layer calls whose filter and output dims are constant globals."""
     dims = {}
     for line in lines:
-        m = _DIMS_DEF.match(line) if line.startswith("@") else None
-        if m:
-            dims[_unquote(m.group(1))] = tuple(int(m.group(i)) for i in range(2, 6))
+        d = irtext.global_def(line) if line.startswith("@") else None
+        if d and d.kind == "constant" and d.type == "[4 x i32]":
+            values = irtext.array_elements(line[d.init_at:], "i32")
+            if values and len(values) == 4 and all(v.lstrip("-").isdigit() for v in values):
+                dims[d.name] = tuple(map(int, values))
     total = 0
     for call in direct_calls(lines, tuple(CMSIS_NN)):
         params = _PARAMS[call.callee]
         if len(call.args) != len(params):
             continue
-        f, o = (_GLOBAL_ARG.match(call.args[params.index(p)]) for p in ("filter_dims", "output_dims"))
-        if f and o and _unquote(f.group(1)) in dims and _unquote(o.group(1)) in dims:
-            total += CMSIS_NN[call.callee](dims[_unquote(f.group(1))], dims[_unquote(o.group(1))])
+        f, o = (global_arg(call.args[params.index(p)]) for p in ("filter_dims", "output_dims"))
+        if f in dims and o in dims:
+            total += CMSIS_NN[call.callee](dims[f], dims[o])
     return total

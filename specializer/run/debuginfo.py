@@ -17,14 +17,9 @@ sections are not allocated, so they take no flash.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from specializer.llvm.irtext import define_name, unquote as _unquote
-
-_CALLEE = re.compile(r'\bcall [^@]*@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(')
-_META_ID = re.compile(r"!(\d+)\b")
-_FLAGS = re.compile(r"^!llvm\.module\.flags = !\{(.*)\}$", re.M)
+from specializer.llvm import irtext
 
 
 @dataclass(frozen=True)
@@ -33,19 +28,6 @@ class Site:
     kernel: str  # the function whose code this is: the entry, an XLA kernel or a library function called
     hlo: tuple[str, ...] = ()  # the HLO instructions it runs
     call: bool = False  # a library call of the entry (its code is the callee's, inlined or not)
-
-
-def _bodies(lines: list[str]) -> dict[str, tuple[int, int]]:
-    """function -> (index of its define line, index of its closing brace)."""
-    out, name, start = {}, None, 0
-    for i, line in enumerate(lines):
-        defines = define_name(line)
-        if defines is not None:
-            name, start = defines, i
-        elif name is not None and line == "}":
-            out[name] = (start, i)
-            name = None
-    return out
 
 
 def _instructions(lines: list[str], start: int, end: int):
@@ -69,9 +51,9 @@ def _instructions(lines: list[str], start: int, end: int):
 def _calls_of(lines: list[str], start: int, end: int) -> list[tuple[int, str]]:
     out = []
     for i in _instructions(lines, start, end):
-        m = _CALLEE.search(lines[i])
-        if m:
-            out.append((i, _unquote(m.group(1))))
+        callee = irtext.callee(lines[i])
+        if callee is not None:
+            out.append((i, callee))
     return out
 
 
@@ -82,7 +64,7 @@ def sites(text: str, model_functions: list[str], entry: str,
     `calls`: (callee, HLO instruction) per call of the entry in text order (hlo.json); a call
     the list does not name (or a model captured without it) still gets a site, without HLO."""
     lines = text.split("\n")
-    bodies = _bodies(lines)
+    bodies = irtext.function_spans(lines)
     model = [f for f in model_functions if f in bodies]
     found: list[Site] = [Site(1, entry)]
     of_fn: dict[str, int] = {entry: 1}
@@ -144,8 +126,8 @@ def attach(text: str, model_functions: list[str], entry: str, calls: tuple[tuple
     the line of each model function."""
     found, of_fn, call_line = sites(text, model_functions, entry, calls)
     lines = text.split("\n")
-    bodies = _bodies(lines)
-    next_id = max((int(m.group(1)) for m in _META_ID.finditer(text)), default=-1) + 1
+    bodies = irtext.function_spans(lines)
+    next_id = irtext.next_metadata_id(text)
     cu, file, ty, dwarf = range(next_id, next_id + 4)
     next_id += 4
     meta = [f'!{cu} = distinct !DICompileUnit(language: DW_LANG_C99, file: !{file}, producer: "specializer", '
@@ -170,12 +152,13 @@ def attach(text: str, model_functions: list[str], entry: str, calls: tuple[tuple
                 meta.append(f"!{next_id} = !DILocation(line: {at}, column: 0, scope: !{sp})")
                 next_id += 1
             if "!dbg " not in lines[i]:
-                lines[i] = lines[i] + f", !dbg !{locs[at]}"
+                lines[i] = irtext.attach(lines[i], "dbg", locs[at])
     out = "\n".join(lines).rstrip("\n") + "\n"
-    flags = _FLAGS.search(out)
+    flags = irtext.named_metadata(out, "llvm.module.flags")
     if flags:
         items = [x.strip() for x in flags.group(1).split(",") if x.strip()]
-        if not any(f'"Debug Info Version"' in _meta_line(out, x) for x in items):
+        nodes = irtext.metadata_nodes(out)
+        if not any('"Debug Info Version"' in nodes.get(int(x[1:]), "") for x in items):
             meta.append(f'!{next_id} = !{{i32 2, !"Debug Info Version", i32 3}}')
             items.append(f"!{next_id}")
         out = out[:flags.start()] + f"!llvm.module.flags = !{{{', '.join(items + [f'!{dwarf}'])}}}" + out[flags.end():]
@@ -184,8 +167,3 @@ def attach(text: str, model_functions: list[str], entry: str, calls: tuple[tuple
         out += f"!llvm.module.flags = !{{!{next_id}, !{dwarf}}}\n"
     out += f"!llvm.dbg.cu = !{{!{cu}}}\n" + "\n".join(meta) + "\n"
     return out, found, of_fn
-
-
-def _meta_line(text: str, ref: str) -> str:
-    m = re.search(r"^" + re.escape(ref) + r" = (.*)$", text, re.M)
-    return m.group(1) if m else ""

@@ -16,12 +16,11 @@ import re
 
 import llvmlite.binding as llvm
 
-from specializer.llvm import module
+from specializer.llvm import irtext, module
 from specializer.target import TARGET
 
 
 _ACCESS = {"load": 0, "store": 1, "atomicrmw": 0, "cmpxchg": 0}  # opcode -> pointer operand
-_NULL_BASED = re.compile(r"^ptr (null|.*\(.*\bptr null\b.*\)|inttoptr \(i\d+ 0 to ptr\))$")
 
 
 def _reached(mod, entry: str) -> list:
@@ -52,7 +51,7 @@ def null_accesses(text: str, where: str, entry: str) -> list[str]:
                 if slot is None:
                     continue
                 ptr = list(i.operands)[slot]
-                if not (ptr.is_constant and _NULL_BASED.match(str(ptr))):
+                if not (ptr.is_constant and irtext.is_null_based(str(ptr))):
                     continue
                 inst = str(i).strip()
                 line = _line_of(lines, f.name, inst)
@@ -66,7 +65,7 @@ def null_accesses(text: str, where: str, entry: str) -> list[str]:
 def _line_of(lines: list[str], function: str, inst: str) -> int | None:
     """The 1-based line of `inst` in `function`'s body as written (LLVM prints `, align 4` the
     source may leave out), or None."""
-    start = next((n for n, s in enumerate(lines) if s.startswith("define") and f"@{function}(" in s), None)
+    start = next((n for n, s in enumerate(lines) if irtext.define_name(s) == function), None)
     if start is None:
         return None
     for n in range(start + 1, len(lines)):
