@@ -32,6 +32,7 @@ import llvmlite.binding as llvm
 
 from specializer.llvm import irtext, module
 from specializer.llvm.irtext import ATTRIBUTE_REF, METADATA_REF, outside_strings
+from specializer.optimize.speclog import CLONE_SUFFIX
 
 SUMMARY_BYTES = 256  # a global initializer larger than this is summarized, not printed
 HEADER = ("; diff-oriented text (specializer/optimize/difftext.py): for reading and diffing, not for parsing back.\n"
@@ -84,7 +85,7 @@ def _stem(inst: llvm.ValueRef) -> str:
             name = target.name
             if name.startswith("llvm."):  # llvm.fmuladd.f32 -> fmuladd
                 name = name.split(".")[1]
-            return re.sub(r"\.spec\.[0-9a-f]{8}(\.\d+)?", "", name)
+            return re.sub(CLONE_SUFFIX, "", name)
     return _SHORT_OPS.get(op, op)
 
 

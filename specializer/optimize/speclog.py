@@ -14,9 +14,11 @@ from dataclasses import asdict, dataclass
 
 from specializer.llvm.irtext import quote
 
-# a clone's suffix: ".spec." + HASH_DIGITS hex digits (+ ".<n>" when that name was taken)
-_SPEC_SUFFIX = re.compile(r"(\.spec\.[0-9a-f]{8}(\.\d+)?)+$")
 HASH_DIGITS = 8
+# a clone's suffix: ".spec." + HASH_DIGITS hex digits (+ ".<n>" when that name was taken); the
+# one spelling difftext and the plots strip to name a clone by its callee
+CLONE_SUFFIX = rf"\.spec\.[0-9a-f]{{{HASH_DIGITS}}}(?:\.\d+)?"
+_SPEC_SUFFIX = re.compile(rf"(?:{CLONE_SUFFIX})+$")
 BUDGET = "size budget"  # how a budget refusal's reason starts
 FLASH = "flash budget"  # ... and a flash-budget refusal's
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from specializer.optimize.speclog import CLONE_SUFFIX
+
 TOP_FUNCTIONS = 10  # functions shown per profile plot; the rest is one "other" bar
 DPI = 100
 # a clone's suffix (specialize.clone_name), and the numbered one reports made before it
-_CLONE = re.compile(r"(\.spec\.[0-9a-f]{8}(\.\d+)?|__spec\d+)$")
+_CLONE = re.compile(rf"({CLONE_SUFFIX}|__spec\d+)$")
 # PNG text chunks matplotlib writes by default ("Software": its version); None leaves them out
 METADATA = {"Software": None}
 
