@@ -375,3 +375,40 @@ def test_with_sections():
     quoted = irtext.with_sections('define internal void @"a b"(ptr "x(" %p) local_unnamed_addr #0 {')
     assert quoted == 'define internal void @"a b"(ptr "x(" %p) local_unnamed_addr #0 section ".text.a_b" {'
     assert irtext.with_sections('@d = global i32 1, align 4') == '@d = global i32 1, section ".data.d", align 4'
+
+
+# ---- module-level lines (retarget's rewrites)
+
+def test_set_target_replaces_both_lines_after_the_header():
+    text = ('; ModuleID = \'k\'\nsource_filename = "k"\ntarget datalayout = "e-m:e"\n'
+            'target triple = "x86_64-unknown-linux-gnu"\n\ndefine void @f() {\n  ret void\n}\n')
+    out = irtext.set_target(text, "DL", "thumbv7em-unknown-none-eabihf")
+    assert out.split("\n")[:4] == ["; ModuleID = 'k'", 'source_filename = "k"', 'target datalayout = "DL"',
+                                   'target triple = "thumbv7em-unknown-none-eabihf"']
+    assert out.count("target triple") == 1 and out.count("datalayout") == 1
+
+
+def test_respell_target_keeps_every_line_where_it_was():
+    text = 'target datalayout = "x"\ntarget triple = "thumbv7em-none-eabihf"\ndefine void @f() {\n  ret void\n}\n'
+    out = irtext.respell_target(text, "DL", "T")
+    assert out.split("\n") == ["", 'target datalayout = "DL" target triple = "T"', "define void @f() {",
+                               "  ret void", "}", ""]
+
+
+def test_an_attribute_group_left_empty_goes_with_its_references():
+    text = ("define void @f() #0 {\n  call void @g() #1\n  ret void\n}\ndeclare void @g() #1\n"
+            'attributes #0 = { nounwind "target-cpu"="x86-64" }\nattributes #1 = { "prefer-vector-width"="256" }\n')
+    out = irtext.rewrite_attribute_groups(text, lambda body: re.sub(r'\s*"[^"]*"(?:="[^"]*")?', "", body))
+    assert "attributes #0 = { nounwind }" in out and "#1" not in out
+    assert "define void @f() #0 {" in out and "declare void @g()\n" in out
+
+
+def test_metadata_attachment_and_module_flag_dropped():
+    text = ("  %v = load float, ptr %p, align 4, !invariant.load !0\n"
+            "!llvm.module.flags = !{!1, !2}\n!0 = !{}\n!1 = !{i32 1, !\"xla_dylib_index\", i64 0}\n"
+            "!2 = !{i32 7, !\"frame-pointer\", i32 2}\n")
+    out = irtext.without_module_flag(irtext.without_metadata(text, "invariant.load"), "xla_dylib_index")
+    assert "  %v = load float, ptr %p, align 4\n" in out
+    assert "!llvm.module.flags = !{!2}" in out and "xla_dylib_index" not in out
+    alone = irtext.without_module_flag("!llvm.module.flags = !{!1}\n!1 = !{i32 1, !\"k\", i64 0}\n", "k")
+    assert alone == ""

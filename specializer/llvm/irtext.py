@@ -592,3 +592,68 @@ def with_sections(text: str, data: bool = True) -> str:
 
 def _plain(name: str) -> str:
     return re.sub(r'[^-\w.$]', "_", name)
+
+
+# --------------------------------------------------------------------------- module-level lines
+
+_TRIPLE_LINE = re.compile(r'^target triple = "[^"]*"\n?', re.M)
+_LAYOUT_LINE = re.compile(r'^target datalayout = "[^"]*"\n?', re.M)
+_ATTR_GROUP_LINE = re.compile(r"^(attributes #\d+ = \{)([^}]*)(\})", re.M)
+_MODULE_FLAGS = re.compile(r"^!llvm\.module\.flags = !\{([^}]*)\}\n?", re.M)
+
+
+def set_target(text: str, datalayout: str, triple: str) -> str:
+    """`text` with this datalayout and triple in place of whatever it had, where LLVM prints them
+    (after the ModuleID and source_filename lines)."""
+    text = _TRIPLE_LINE.sub("", _LAYOUT_LINE.sub("", text))
+    lines = text.split("\n")
+    at = 0
+    while at < len(lines) and (lines[at].startswith("; ModuleID") or lines[at].startswith("source_filename")):
+        at += 1
+    return "\n".join(lines[:at] + [f'target datalayout = "{datalayout}"\ntarget triple = "{triple}"'] + lines[at:])
+
+
+def respell_target(text: str, datalayout: str, triple: str) -> str:
+    """This datalayout and triple on the line of the module's triple, every other line where it was
+    (so errors LLVM reports later point into the user's file)."""
+    text = re.sub(r'^target datalayout = "[^"]*"', "", text, flags=re.M)
+    return re.sub(r'^target triple = "[^"]*"', f'target datalayout = "{datalayout}" target triple = "{triple}"',
+                  text, count=1, flags=re.M)
+
+
+def rewrite_attribute_groups(text: str, rewrite) -> str:
+    """Each `attributes #N = { ... }` body through `rewrite(body) -> body`; a group left empty is
+    removed with every `#N` naming it."""
+    emptied = []
+
+    def one(m: re.Match) -> str:
+        body = rewrite(m.group(2)).strip()
+        if body:
+            return f"{m.group(1)} {body} {m.group(3)}"
+        emptied.append(re.search(r"#\d+", m.group(1)).group(0))
+        return ""
+
+    text = _ATTR_GROUP_LINE.sub(one, text)
+    for ref in emptied:
+        text = re.sub(r" " + ref + r"\b", "", text)
+    return text
+
+
+def without_metadata(text: str, kind: str) -> str:
+    """Every `, !kind !N` attachment dropped (e.g. kind "invariant.load")."""
+    return re.sub(r",\s*!" + re.escape(kind) + r"\s+!\d+", "", text)
+
+
+def without_module_flag(text: str, key: str) -> str:
+    """The module flag `key` dropped: its node, and its entry in !llvm.module.flags (the list too
+    when it was the only one)."""
+    node = re.search(r'^(!\d+) = !\{i32 \d+, !"' + re.escape(key) + r'", [^}]*\}\n?', text, re.M)
+    if node is None:
+        return text
+    text = text[: node.start()] + text[node.end() :]
+
+    def keep(m: re.Match) -> str:
+        refs = [r.strip() for r in m.group(1).split(",") if r.strip() and r.strip() != node.group(1)]
+        return f"!llvm.module.flags = !{{{', '.join(refs)}}}\n" if refs else ""
+
+    return _MODULE_FLAGS.sub(keep, text)
