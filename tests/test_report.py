@@ -42,7 +42,7 @@ def test_tables_fit_100_columns():
 
 
 def test_run_table_fits_100_columns():
-    from specializer.cli import _table
+    from specializer.cli.run import table as _table
     from specializer.run.measure import Row
 
     r = Row("mobilenet_vww", "pass", 1e-7, 1.2e-7, 3_999_000, 190_000, 4_000, 4_000_000, 987_654_321, 999_999_999,

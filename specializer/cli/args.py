@@ -1,0 +1,52 @@
+"""Argument types the commands share (clone budget, call lists, unroll threshold, byte counts)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+
+def growth(text: str) -> float | None:
+    if text.lower() in ("none", "off", "inf"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: '{text}'") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def calls(text: str) -> frozenset:
+    from specializer.optimize import callsites
+
+    try:
+        return callsites.parse_set(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not call numbers joined by '+' (e.g. 3+7+11): '{text}'") from None
+
+
+def unroll_threshold(text: str) -> tuple:
+    from specializer.optimize.variants import unroll_setting
+
+    try:
+        return unroll_setting(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def byte_count(text: str) -> int | None:
+    """A byte count: 4194304, 4096K, 4M (K and M are 1024-based); 'none' for no budget."""
+    t = text.strip().lower()
+    if t in ("none", "off", "inf"):
+        return None
+    scale = {"k": 1024, "kib": 1024, "m": 1024 * 1024, "mib": 1024 * 1024}
+    unit = next((u for u in sorted(scale, key=len, reverse=True) if t.endswith(u)), None)
+    try:
+        value = float(t[: -len(unit)] if unit else t) * (scale[unit] if unit else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a byte count: '{text}' (e.g. 4194304, 512K, 4M)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return int(value)
