@@ -20,6 +20,9 @@ from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 from specializer.errors import UserError
 from specializer.importers.tflite import read_tflite
+from specializer.importers.tflite_int8 import tflite_multiplier
+from specializer.quant import calls
+from specializer.quant.params import ConvParams
 
 MLPERF = Path(__file__).resolve().parents[2] / "shared" / "models" / "mlperf_tiny"
 OP = fb.BuiltinOperator
@@ -332,10 +335,31 @@ def test_float_ops(name, build, tmp_path):
     check(build(np.random.default_rng(8)), tmp_path)
 
 
+def test_multipliers_flush_and_saturate_as_tflite_does():
+    """TFLite's QuantizeMultiplier: below 2**-32 the multiplier is zero; from 2**30 on it
+    saturates (quantize() refuses such a scale; a file may carry one)."""
+    assert tflite_multiplier(2.0 ** -40) == (0, 0)
+    assert tflite_multiplier(0.75) == (3 << 29, 0)
+    assert tflite_multiplier(2.0 ** 31) == ((1 << 31) - 1, 30)
+    assert tflite_multiplier((1 << 30) - 1e-6) == ((1 << 31) - 1, 30)  # rounds up to 2**30
+
+
+def conv_block(dilation):
+    return ConvParams(input_dims=(1, 6, 6, 2), filter_dims=(3, 3, 3, 2), output_dims=(1, 2, 4, 3), stride=(1, 1),
+                      padding=((0, 0), (0, 0)), input_offset=0, output_offset=0, activation=(-128, 127),
+                      multipliers=(1 << 30,), shifts=(0,), dilation=dilation)
+
+
+def test_a_dilated_block_stays_xlas_code_in_capture():
+    p = conv_block(dilation=(2, 1))
+    assert calls.unsupported(p) == "dilation (capture's call passes CMSIS-NN a dilation of 1)"
+    assert calls.unsupported(conv_block(dilation=(1, 1))) is None
+
+
 def test_the_function_is_what_capture_takes(tmp_path):
     """model.fn as capture's worker calls it: its parameters are the inputs, then the weights,
     every one given by example_inputs or weights as a 32-bit array, and jit-compiled it computes
-    what the model computes."""
+    what TFLite Micro computes."""
     path = tmp_path / "tail.tflite"
     path.write_bytes(reshape_pool_model(np.random.default_rng(7)))
     model = read_tflite(path)
@@ -345,7 +369,6 @@ def test_the_function_is_what_capture_takes(tmp_path):
     args = [fn.example_inputs[p] if p in fn.example_inputs else fn.weights[p] for p in params]
     assert [a.dtype for a in args] == [np.int8, np.int8, np.int32]
     got = jax.jit(fn, keep_unused=True)(*args)
-    np.testing.assert_array_equal(got, model(*model.example_inputs))
     (want,), _ = Tflm(path.read_bytes()).run(model.example_inputs, 1)
     np.testing.assert_array_equal(got, want)
 
