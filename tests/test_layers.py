@@ -6,7 +6,7 @@ function). Read from the source's own import statements, so a new upward edge fa
     report     report/                             (formats what it is given)
     run        run/                                (firmware, QEMU, cycles, profiles)
     optimize   optimize/                           (the passes and the variants' pipelines)
-    capture    capture/, inputs                    (JAX -> model.ll; reading a model)
+    capture    capture/, inputs, importers/        (JAX -> model.ll; reading a model)
     quant      quant/                              (int8 blocks written in JAX)
     library    library/                            (libjit bitcode, CMSIS-NN)
     base       llvm/, target, errors, files, tools, shipped
@@ -26,7 +26,7 @@ LAYERS = (
     ("report", ("report",)),
     ("run", ("run",)),
     ("optimize", ("optimize",)),
-    ("capture", ("capture", "inputs")),
+    ("capture", ("capture", "inputs", "importers")),
     ("quant", ("quant",)),
     ("library", ("library",)),
     ("base", ("llvm", "target", "errors", "files", "tools", "shipped", "__init__")),

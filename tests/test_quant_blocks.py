@@ -145,7 +145,8 @@ def ref_conv(x, w, bias, p: ConvParams, depthwise=False, ch_mult=1):
                     acc = int(bias[co]) if bias is not None else 0
                     for i in range(kh):
                         for j in range(kw):
-                            y, xx = oy * p.stride[0] - t + i, ox * p.stride[1] - l + j
+                            y = oy * p.stride[0] - t + i * p.dilation[0]
+                            xx = ox * p.stride[1] - l + j * p.dilation[1]
                             if not (0 <= y < h and 0 <= xx < wd):
                                 continue  # padding: contributes the zero point, i.e. 0
                             if depthwise:
@@ -163,26 +164,33 @@ def _ints(rng, shape, lo=-128, hi=127, dtype=np.int8):
     return rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
 
 
-CONV_CASES = [  # (n, h, w, cin, cout, kh, kw, stride, padding)
+CONV_CASES = [  # (n, h, w, cin, cout, kh, kw, stride, padding[, dilation])
     (1, 7, 6, 3, 5, 3, 3, (2, 2), ((1, 1), (1, 1))),
     (2, 5, 9, 5, 7, 3, 2, (1, 2), ((2, 0), (0, 1))),
     (1, 9, 4, 1, 6, 4, 3, (2, 1), ((1, 2), (2, 1))),
     (1, 4, 4, 7, 3, 1, 1, (1, 1), ((0, 0), (0, 0))),
     (1, 5, 5, 6, 3, 1, 1, (2, 2), ((0, 0), (0, 0))),
+    (1, 9, 8, 3, 4, 3, 2, (1, 2), ((2, 1), (1, 2)), (2, 3)),
 ]
+
+
+def _dilated(k: int, d: int) -> int:
+    return (k - 1) * d + 1
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
 @pytest.mark.parametrize("per_channel", [True, False])
 def test_conv2d(case, per_channel):
-    n, h, w, cin, cout, kh, kw, stride, pad = case
+    n, h, w, cin, cout, kh, kw, stride, pad = case[:9]
+    dil = case[9] if len(case) > 9 else (1, 1)
     rng = np.random.default_rng(hash((case, per_channel)) % 2 ** 32)
-    oh = blocks.conv_output_size(h, kh, stride[0], pad[0])
-    ow = blocks.conv_output_size(w, kw, stride[1], pad[1])
+    oh = blocks.conv_output_size(h, _dilated(kh, dil[0]), stride[0], pad[0])
+    ow = blocks.conv_output_size(w, _dilated(kw, dil[1]), stride[1], pad[1])
     m, s = qparams(rng, cout if per_channel else 1, kh * kw * cin)
     p = ConvParams(input_dims=(n, h, w, cin), filter_dims=(cout, kh, kw, cin), output_dims=(n, oh, ow, cout),
                    stride=stride, padding=pad, input_offset=int(rng.integers(-127, 129)),
-                   output_offset=int(rng.integers(-40, 41)), activation=(-100, 120), multipliers=m, shifts=s)
+                   output_offset=int(rng.integers(-40, 41)), activation=(-100, 120), multipliers=m, shifts=s,
+                   dilation=dil)
     x, wt = _ints(rng, (n, h, w, cin)), _ints(rng, (cout, kh, kw, cin), -127)
     bias = _ints(rng, cout, -5000, 5000, np.int32)
     got = np.asarray(jax.jit(lambda a, b, c: blocks.conv2d(a, b, c, p))(x, wt, bias))
@@ -191,22 +199,24 @@ def test_conv2d(case, per_channel):
     assert len(np.unique(got)) >= 8  # the case exercises the range, not just the clamp
 
 
-@pytest.mark.parametrize("case", [  # (h, w, cin, mult, kh, kw, stride, padding)
+@pytest.mark.parametrize("case", [  # (h, w, cin, mult, kh, kw, stride, padding[, dilation])
     (7, 6, 5, 1, 3, 3, (2, 2), ((1, 1), (1, 1))),
     (6, 5, 3, 2, 3, 3, (1, 1), ((1, 1), (1, 1))),
     (8, 7, 6, 1, 3, 2, (2, 1), ((0, 2), (1, 0))),
+    (9, 8, 4, 2, 3, 3, (1, 1), ((2, 2), (1, 1)), (2, 1)),
 ])
 def test_depthwise_conv2d(case):
-    h, w, cin, mult, kh, kw, stride, pad = case
+    h, w, cin, mult, kh, kw, stride, pad = case[:8]
+    dil = case[8] if len(case) > 8 else (1, 1)
     rng = np.random.default_rng(sum(map(hash, map(str, case))) % 2 ** 32)
     cout = cin * mult
-    oh = blocks.conv_output_size(h, kh, stride[0], pad[0])
-    ow = blocks.conv_output_size(w, kw, stride[1], pad[1])
+    oh = blocks.conv_output_size(h, _dilated(kh, dil[0]), stride[0], pad[0])
+    ow = blocks.conv_output_size(w, _dilated(kw, dil[1]), stride[1], pad[1])
     m, s = qparams(rng, cout, kh * kw)
     p = DepthwiseParams(input_dims=(1, h, w, cin), filter_dims=(1, kh, kw, cout), output_dims=(1, oh, ow, cout),
                         ch_mult=mult, stride=stride, padding=pad, input_offset=int(rng.integers(-127, 129)),
                         output_offset=int(rng.integers(-40, 41)), activation=(-128, 127),
-                        multipliers=m, shifts=s)
+                        multipliers=m, shifts=s, dilation=dil)
     x, wt = _ints(rng, (1, h, w, cin)), _ints(rng, (1, kh, kw, cout), -127)
     bias = _ints(rng, cout, -3000, 3000, np.int32)
     got = np.asarray(jax.jit(lambda a, b, c: blocks.depthwise_conv2d(a, b, c, p))(x, wt, bias))

@@ -69,14 +69,15 @@ def _finish(acc, multipliers, shifts, output_offset: int, activation: Pair):
     return jnp.clip(y, activation[0], activation[1]).astype(jnp.int8)
 
 
-def _taps(xp, kh: int, kw: int, stride: Pair, out_hw: Pair):
+def _taps(xp, kh: int, kw: int, stride: Pair, out_hw: Pair, dilation: Pair = (1, 1)):
     """The strided window of padded input xp seen by filter tap (i, j), for every tap."""
     n, _, _, c = xp.shape
     oh, ow = out_hw
     for i in range(kh):
         for j in range(kw):
-            yield i, j, lax.slice(xp, (0, i, j, 0),
-                                  (n, i + (oh - 1) * stride[0] + 1, j + (ow - 1) * stride[1] + 1, c),
+            y, x = i * dilation[0], j * dilation[1]
+            yield i, j, lax.slice(xp, (0, y, x, 0),
+                                  (n, y + (oh - 1) * stride[0] + 1, x + (ow - 1) * stride[1] + 1, c),
                                   (1, stride[0], stride[1], 1))
 
 
@@ -102,7 +103,8 @@ def conv2d(x, w, bias, p: ConvParams):
         if (kh, kw, p.stride) == (1, 1, (1, 1)):
             patches = xp
         else:
-            patches = jnp.concatenate([t for _, _, t in _taps(xp, kh, kw, p.stride, (oh, ow))], axis=-1)
+            patches = jnp.concatenate([t for _, _, t in _taps(xp, kh, kw, p.stride, (oh, ow), p.dilation)],
+                                      axis=-1)
         acc = _matmul_nt(patches.reshape(n * oh * ow, kh * kw * cin), w.reshape(cout, kh * kw * cin))
         acc = acc + jnp.int32(p.input_offset) * jnp.sum(w, axis=(1, 2, 3), dtype=jnp.int32)
         if bias is not None:
@@ -125,7 +127,7 @@ def depthwise_conv2d(x, w, bias, p: DepthwiseParams):
         xp = _pad_with_zero_point(x, p.padding, p.input_offset)
         wi = w.astype(jnp.int32)
         acc = None
-        for i, j, tap in _taps(xp, kh, kw, p.stride, (oh, ow)):
+        for i, j, tap in _taps(xp, kh, kw, p.stride, (oh, ow), p.dilation):
             t = tap.astype(jnp.int32)
             if p.ch_mult > 1:
                 t = jnp.repeat(t, p.ch_mult, axis=-1)

@@ -58,6 +58,8 @@ def emit_calls():
 
 def unsupported(p) -> str | None:
     """Why CMSIS-NN's function for block p cannot compute it exactly (None: it can)."""
+    if isinstance(p, (ConvParams, DepthwiseParams)) and p.dilation != (1, 1):
+        return "dilation (capture's call passes CMSIS-NN a dilation of 1)"
     if isinstance(p, ConvParams):
         if p.input_dims[3] != p.filter_dims[3]:
             return "grouped convolution"

@@ -68,6 +68,11 @@ def _check_quant(multipliers, shifts, n: int, where: str) -> None:
                              "([0, 2**31) and [-31, 30])")
 
 
+def _check_dilation(dilation: Pair, where: str) -> None:
+    if len(dilation) != 2 or min(dilation) < 1:
+        raise ValueError(f"{where}: dilation {dilation} must be two factors >= 1")
+
+
 @dataclass(frozen=True)
 class ConvParams(_Block):
     """arm_convolve_s8: NHWC input, OHWI filter [Cout, KH, KW, Cin], per-output-channel
@@ -84,10 +89,12 @@ class ConvParams(_Block):
     activation: Pair
     multipliers: tuple[int, ...]
     shifts: tuple[int, ...]
+    dilation: Pair = (1, 1)  # (h, w): tap (i, j) reads input pixel (y + i * dh, x + j * dw)
 
     def __post_init__(self):
         _check_act(self.activation, self.op)
         _check_quant(self.multipliers, self.shifts, self.filter_dims[0], self.op)
+        _check_dilation(self.dilation, self.op)
 
 
 @dataclass(frozen=True)
@@ -106,10 +113,12 @@ class DepthwiseParams(_Block):
     activation: Pair
     multipliers: tuple[int, ...]
     shifts: tuple[int, ...]
+    dilation: Pair = (1, 1)
 
     def __post_init__(self):
         _check_act(self.activation, self.op)
         _check_quant(self.multipliers, self.shifts, self.filter_dims[3], self.op)
+        _check_dilation(self.dilation, self.op)
 
 
 @dataclass(frozen=True)

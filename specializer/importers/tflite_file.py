@@ -1,0 +1,166 @@
+"""A .tflite flatbuffer -> plain records (tensors, operators, options), unpacked by the schema's
+generated object API as TFLite Micro ships it; nothing here interprets the graph.
+
+Every refusal is one line naming the file and, for an operator, its index in the graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tflite_micro.python.tflite_micro.runtime import get_builtin_code_from_operator_code
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
+
+from specializer.errors import UserError
+
+
+def _names(enum) -> dict[int, str]:
+    return {code: name for name, code in vars(enum).items() if not name.startswith("_")}
+
+
+OP_NAMES = _names(schema.BuiltinOperator)
+TYPE_NAMES = _names(schema.TensorType)
+PADDING_NAMES = _names(schema.Padding)
+ACTIVATION_NAMES = _names(schema.ActivationFunctionType)
+# the element types whose data the reader can hold (little-endian, as the format stores them)
+DTYPES = {"FLOAT32": np.dtype("<f4"), "INT32": np.dtype("<i4"), "INT8": np.dtype("i1")}
+
+# op -> (its options table, the fields read from it); RESHAPE's target shape is its output tensor's
+OPTIONS = {
+    "CONV_2D": ("Conv2DOptions", ("padding", "strideH", "strideW", "dilationHFactor", "dilationWFactor",
+                                  "fusedActivationFunction")),
+    "DEPTHWISE_CONV_2D": ("DepthwiseConv2DOptions", ("padding", "strideH", "strideW", "dilationHFactor",
+                                                     "dilationWFactor", "depthMultiplier", "fusedActivationFunction")),
+    "FULLY_CONNECTED": ("FullyConnectedOptions", ("fusedActivationFunction", "weightsFormat")),
+    "AVERAGE_POOL_2D": ("Pool2DOptions", ("padding", "strideH", "strideW", "filterHeight", "filterWidth",
+                                          "fusedActivationFunction")),
+    "ADD": ("AddOptions", ("fusedActivationFunction",)),
+    "SOFTMAX": ("SoftmaxOptions", ("beta",)),
+    "RESHAPE": (None, ()),
+}
+
+
+@dataclass(frozen=True)
+class Quant:
+    """Affine quantization: real = scale * (q - zero_point), one pair per slice along `axis`
+    (a single pair: per tensor). Scales are the file's float32 values, held exactly."""
+    scales: tuple[float, ...]
+    zero_points: tuple[int, ...]
+    axis: int
+
+
+@dataclass(frozen=True, eq=False)
+class TensorRecord:
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    type: str                    # the schema's name: INT8, INT32, FLOAT32, ...
+    quant: Quant | None
+    data: np.ndarray | None      # a constant's values (shaped), None for an activation
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    index: int
+    name: str                    # the builtin operator's name, e.g. CONV_2D
+    inputs: tuple[int, ...]      # tensor indices, -1 for an absent optional input
+    outputs: tuple[int, ...]
+    options: dict = field(default_factory=dict)  # option field -> value (OPTIONS)
+
+
+@dataclass(frozen=True, eq=False)
+class GraphRecord:
+    path: Path
+    tensors: tuple[TensorRecord, ...]
+    ops: tuple[OpRecord, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+class Refused(UserError):
+    """What the reader does not support, in one line."""
+
+
+def refuse_op(path: Path, op: OpRecord, what: str) -> Refused:
+    return Refused(f"{path.name}: operator {op.index} ({op.name}): {what}")
+
+
+def read_graph(path: Path) -> GraphRecord:
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    if len(raw) < 8 or not schema.Model.ModelBufferHasIdentifier(raw, 0):
+        raise UserError(f"{path.name}: not a TFLite flatbuffer (no 'TFL3' file identifier)")
+    try:
+        model = schema.ModelT.InitFromPackedBuf(raw, 0)
+    except Exception as e:  # a damaged file: offsets that lead outside it
+        raise UserError(f"{path.name}: damaged flatbuffer ({type(e).__name__}: {e})") from None
+    return _graph(path, model)
+
+
+def _graph(path: Path, model) -> GraphRecord:
+    subgraphs = model.subgraphs or []
+    if len(subgraphs) != 1:
+        raise Refused(f"{path.name}: {len(subgraphs)} subgraphs; the reader takes models of one subgraph "
+                      "(no control flow)")
+    sg = subgraphs[0]
+    tensors = tuple(_tensor(path, model, t, i) for i, t in enumerate(sg.tensors or []))
+    ops = tuple(_op(path, model, op, i) for i, op in enumerate(sg.operators or []))
+    return GraphRecord(path, tensors, ops, _ints(sg.inputs), _ints(sg.outputs))
+
+
+def _ints(values) -> tuple[int, ...]:
+    return tuple(int(v) for v in values) if values is not None else ()
+
+
+def _text(b) -> str:
+    return b.decode("utf-8", "replace") if isinstance(b, bytes) else (b or "")
+
+
+def _tensor(path: Path, model, t, index: int) -> TensorRecord:
+    name = _text(t.name)
+    shape = _ints(t.shape)
+    type_name = TYPE_NAMES.get(t.type, f"type {t.type}")
+    where = f"{path.name}: tensor {index} ('{name}')"
+    if t.sparsity is not None:
+        raise Refused(f"{where}: sparse tensors are not supported")
+    q = t.quantization
+    quant = None
+    if q is not None and q.scale is not None and len(q.scale):
+        if q.detailsType != 0:
+            raise Refused(f"{where}: quantization details of kind {q.detailsType} are not supported")
+        scales = tuple(float(s) for s in np.asarray(q.scale, np.float32))
+        zps = _ints(q.zeroPoint) if q.zeroPoint is not None and len(q.zeroPoint) else (0,) * len(scales)
+        quant = Quant(scales, zps, int(q.quantizedDimension))
+    buf = model.buffers[t.buffer] if t.buffer else None
+    if t.externalBuffer or (buf is not None and buf.offset > 1):
+        raise Refused(f"{where}: data stored outside the flatbuffer is not supported")
+    data = None
+    if buf is not None and buf.data is not None and len(buf.data):
+        if type_name not in DTYPES:
+            raise Refused(f"{where}: constant of type {type_name} is not supported")
+        data = np.frombuffer(np.asarray(buf.data, np.uint8).tobytes(), DTYPES[type_name]).reshape(shape)
+    return TensorRecord(index, name, shape, type_name, quant, data)
+
+
+def _op(path: Path, model, op, index: int) -> OpRecord:
+    code = model.operatorCodes[op.opcodeIndex]
+    # TFLite's GetBuiltinCode: files from before the opcode was widened keep it in the deprecated byte
+    builtin = get_builtin_code_from_operator_code(code)
+    name = OP_NAMES.get(builtin, f"opcode {builtin}")
+    if builtin == schema.BuiltinOperator.CUSTOM:
+        name = f"CUSTOM '{_text(code.customCode)}'"
+    record = OpRecord(index, name, _ints(op.inputs), _ints(op.outputs))
+    if name not in OPTIONS:
+        raise refuse_op(path, record, f"not supported (the reader supports {', '.join(OPTIONS)})")
+    table, fields = OPTIONS[name]
+    if table is None:
+        return record
+    opts = op.builtinOptions
+    if opts is None or op.builtinOptionsType != getattr(schema.BuiltinOptions, table):
+        raise refuse_op(path, record, f"has no {table}")
+    return OpRecord(index, name, record.inputs, record.outputs, {f: getattr(opts, f) for f in fields})

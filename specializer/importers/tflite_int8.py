@@ -1,0 +1,205 @@
+"""TFLite's int8 ops as specializer.quant's blocks (CMSIS-NN's s8 semantics, which TFLite Micro's
+reference kernels share), each block's parameters derived from the file as TFLite Micro's Prepare
+derives them:
+- conv and depthwise (PopulateConvolutionQuantizationParams): per channel, the multiplier of
+  double(input scale) * double(filter scale) / double(output scale); a per-tensor filter the same;
+- fully connected, per tensor (GetQuantizedConvolutionMultipler): the input and filter scales'
+  product taken in float32, then divided in double;
+- every multiplier by TFLite's QuantizeMultiplier: a shift below -31 flushes to zero, one above
+  30 saturates;
+- fused activations (CalculateActivationRangeQuantized): zero point + round(bound / scale), the
+  division in float32, halves away from zero;
+- ADD: inputs to twice the larger input scale, left shift 20; SOFTMAX: PreprocessSoftmaxScaling
+  with the file's beta.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from specializer.importers.tflite_file import ACTIVATION_NAMES, TensorRecord
+from specializer.importers.tflite_layer import (Layer, OpContext, Pair, check_dense_options, filter_and_bias, nhwc,
+                                                padding, pool_window, reshape, second_input, stride_dilation)
+from specializer.quant import blocks
+from specializer.quant.fixedpoint import quantize_multiplier
+from specializer.quant.graph import QuantizeError
+from specializer.quant.params import AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams
+from specializer.quant.ptq import ADD_LEFT_SHIFT, softmax_params
+
+SOFTMAX_OUT_SCALE, SOFTMAX_OUT_ZERO_POINT = 1 / 256, -128
+
+
+def tflite_multiplier(real: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier: as quantize_multiplier, but a shift above 30 saturates to
+    (2**31 - 1, 30) instead of being refused (TFLite Micro runs such a layer)."""
+    try:
+        return quantize_multiplier(real)
+    except ValueError:
+        if math.isfinite(real) and real > 0:
+            return (1 << 31) - 1, 30
+        raise
+
+
+def per_tensor(c: OpContext, t: TensorRecord, what: str) -> tuple[float, int]:
+    if t.quant is None or len(t.quant.scales) != 1:
+        raise c.refuse(f"{what} (tensor {t.index}) needs one scale and zero point (per-tensor int8)")
+    return t.quant.scales[0], t.quant.zero_points[0]
+
+
+def _quantize_bound(value: float, scale: float, zero_point: int) -> int:
+    v = float(np.float32(value) / np.float32(scale))
+    return zero_point + int(math.copysign(math.floor(abs(v) + 0.5), v))
+
+
+_BOUNDS = {"NONE": None, "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+
+
+def activation(c: OpContext, scale: float, zero_point: int) -> Pair:
+    """The op's fused activation as the int8 output's clamp."""
+    name = ACTIVATION_NAMES.get(c.options["fusedActivationFunction"], str(c.options["fusedActivationFunction"]))
+    if name not in _BOUNDS:
+        raise c.refuse(f"fused activation {name} is not supported")
+    if _BOUNDS[name] is None:
+        return -128, 127
+    lo, hi = _BOUNDS[name]
+    act = (max(-128, _quantize_bound(lo, scale, zero_point)),
+           127 if hi is None else min(127, _quantize_bound(hi, scale, zero_point)))
+    if act[0] > act[1]:
+        raise c.refuse(f"fused activation {name} leaves an empty output range {act}")
+    return act
+
+
+def _weight_scales(c: OpContext, w: TensorRecord, axis: int, n: int) -> tuple[float, ...]:
+    q = w.quant
+    if q is None:
+        raise c.refuse(f"int8 filter (tensor {w.index}) has no quantization")
+    if any(z != 0 for z in q.zero_points):
+        raise c.refuse(f"filter (tensor {w.index}) has nonzero zero points (asymmetric weights)")
+    if len(q.scales) == 1:
+        return q.scales
+    if len(q.scales) != n or q.axis != axis:
+        raise c.refuse(f"filter (tensor {w.index}) has {len(q.scales)} scales along axis {q.axis}; "
+                       f"expected 1, or {n} along axis {axis}")
+    return q.scales
+
+
+def _conv_multipliers(in_scale: float, w_scales, out_scale: float) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    ms = [tflite_multiplier(in_scale * s / out_scale) for s in w_scales]  # Python floats: double
+    return tuple(m for m, _ in ms), tuple(s for _, s in ms)
+
+
+def _io(c: OpContext, x: TensorRecord) -> tuple[float, int, float, int]:
+    """(input scale, input zero point, output scale, output zero point)."""
+    if c.out.type != "INT8":
+        raise c.refuse(f"output type {c.out.type} with an INT8 input (the reader takes int8 -> int8)")
+    return (*per_tensor(c, x, "input"), *per_tensor(c, c.out, "output"))
+
+
+def same_quant(c: OpContext, x: TensorRecord, why: str) -> None:
+    if per_tensor(c, x, "input") != per_tensor(c, c.out, "output"):
+        raise c.refuse(f"input and output quantization differ ({why})")
+
+
+def conv(c: OpContext, x: TensorRecord) -> Layer:
+    in_s, in_zp, out_s, out_zp = _io(c, x)
+    w, names = filter_and_bias(c, "INT8", "INT32", 0)
+    cout, kh, kw, cin = w.shape
+    nhwc(c, x)
+    if x.shape[3] != cin:
+        raise c.refuse(f"grouped convolution (input {x.shape}, filter {w.shape}) is not supported")
+    stride, dilation = stride_dilation(c)
+    pad = padding(c, x.shape[1:3], (kh, kw), stride, dilation, c.out.shape[1:3])
+    mults, shifts = _conv_multipliers(in_s, _weight_scales(c, w, 0, cout), out_s)
+    p = ConvParams(input_dims=x.shape, filter_dims=w.shape, output_dims=c.out.shape, stride=stride, padding=pad,
+                   input_offset=-in_zp, output_offset=out_zp, activation=activation(c, out_s, out_zp),
+                   multipliers=mults, shifts=shifts, dilation=dilation)
+    return c.layer(x, names, p, lambda a, wt, b=None: blocks.conv2d(a, wt, b, p))
+
+
+def depthwise(c: OpContext, x: TensorRecord) -> Layer:
+    in_s, in_zp, out_s, out_zp = _io(c, x)
+    w, names = filter_and_bias(c, "INT8", "INT32", 3)
+    _, kh, kw, cout = w.shape
+    mult = c.options["depthMultiplier"]
+    nhwc(c, x)
+    if w.shape[0] != 1 or cout != x.shape[3] * mult:
+        raise c.refuse(f"filter {w.shape} does not match input {x.shape} with depth multiplier {mult}")
+    stride, dilation = stride_dilation(c)
+    pad = padding(c, x.shape[1:3], (kh, kw), stride, dilation, c.out.shape[1:3])
+    mults, shifts = _conv_multipliers(in_s, _weight_scales(c, w, 3, cout), out_s)
+    p = DepthwiseParams(input_dims=x.shape, filter_dims=w.shape, output_dims=c.out.shape, ch_mult=mult,
+                        stride=stride, padding=pad, input_offset=-in_zp, output_offset=out_zp,
+                        activation=activation(c, out_s, out_zp), multipliers=mults, shifts=shifts,
+                        dilation=dilation)
+    return c.layer(x, names, p, lambda a, wt, b=None: blocks.depthwise_conv2d(a, wt, b, p))
+
+
+def dense(c: OpContext, x: TensorRecord) -> Layer:
+    in_s, in_zp, out_s, out_zp = _io(c, x)
+    check_dense_options(c)
+    w, names = filter_and_bias(c, "INT8", "INT32", 0)
+    n_out, n_in = w.shape
+    size = int(np.prod(x.shape))
+    if size % n_in or int(np.prod(c.out.shape)) != size // n_in * n_out:
+        raise c.refuse(f"input {x.shape} / output {c.out.shape} do not fit a filter {w.shape}")
+    scales = _weight_scales(c, w, 0, n_out)
+    if len(scales) == 1:
+        m, s = tflite_multiplier(float(np.float32(in_s) * np.float32(scales[0])) / out_s)
+        mults, shifts = (m,), (s,)
+    else:
+        mults, shifts = _conv_multipliers(in_s, scales, out_s)
+    p = FullyConnectedParams(batch=size // n_in, in_features=n_in, out_features=n_out, input_offset=-in_zp,
+                             output_offset=out_zp, activation=activation(c, out_s, out_zp), multipliers=mults,
+                             shifts=shifts)
+    out_shape = c.out.shape
+    return c.layer(x, names, p, lambda a, wt, b=None: blocks.fully_connected(a.reshape(p.batch, n_in), wt, b, p)
+                   .reshape(out_shape))
+
+
+def avg_pool(c: OpContext, x: TensorRecord) -> Layer:
+    _, _, out_s, out_zp = _io(c, x)
+    same_quant(c, x, "TFLite's int8 average pool does not rescale")
+    nhwc(c, x)
+    stride, window = pool_window(c)
+    pad = padding(c, x.shape[1:3], window, stride, (1, 1), c.out.shape[1:3])
+    p = PoolParams(kind="avg", input_dims=x.shape, filter=window, output_dims=c.out.shape, stride=stride,
+                   padding=pad, activation=activation(c, out_s, out_zp))
+    return c.layer(x, (), p, lambda a: blocks.avg_pool(a, p))
+
+
+def add(c: OpContext, x: TensorRecord) -> Layer:
+    y = second_input(c, x)
+    s1, z1, out_s, out_zp = _io(c, x)
+    s2, z2 = per_tensor(c, y, "input 2")
+    twice = 2 * max(s1, s2)
+    (m1, sh1), (m2, sh2) = tflite_multiplier(s1 / twice), tflite_multiplier(s2 / twice)
+    mo, so = tflite_multiplier(twice / ((1 << ADD_LEFT_SHIFT) * out_s))
+    if so > 0:  # TFLite's QuantizeMultiplierSmallerThanOneExp would stop here
+        raise c.refuse(f"output scale {out_s} is too small for the inputs' (the multiplier must be below 1)")
+    p = AddParams(shape=x.shape, input_1_offset=-z1, input_1_mult=m1, input_1_shift=sh1, input_2_offset=-z2,
+                  input_2_mult=m2, input_2_shift=sh2, left_shift=ADD_LEFT_SHIFT, out_offset=out_zp, out_mult=mo,
+                  out_shift=so, activation=activation(c, out_s, out_zp))
+    return c.layer(x, (), p, lambda a, b: blocks.add(a, b, p), inputs=(x.index, y.index))
+
+
+def softmax(c: OpContext, x: TensorRecord) -> Layer:
+    in_s, _, out_s, out_zp = _io(c, x)
+    # TFLite Micro's check: zero point -128, scale 1/256 within 0.1%
+    if out_zp != SOFTMAX_OUT_ZERO_POINT or abs(out_s - SOFTMAX_OUT_SCALE) > 0.001 * SOFTMAX_OUT_SCALE:
+        raise c.refuse(f"int8 output scale {out_s} / zero point {out_zp} (TFLite's is 1/256, -128)")
+    try:
+        p = softmax_params(in_s, int(np.prod(x.shape[:-1])), x.shape[-1], c.options["beta"])
+    except (QuantizeError, ValueError) as e:
+        raise c.refuse(str(e)) from None
+    return c.layer(x, (), p, lambda a: blocks.softmax(a, p))
+
+
+def reshape_int8(c: OpContext, x: TensorRecord) -> Layer:
+    same_quant(c, x, "a reshape copies the bytes")
+    return reshape(c, x)
+
+
+OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
+       "ADD": add, "SOFTMAX": softmax, "RESHAPE": reshape_int8}

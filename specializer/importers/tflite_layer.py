@@ -1,0 +1,135 @@
+"""One TFLite operator as a layer, and what the int8 and float op builders share: reading an op's
+inputs, its constants (the model's weights), its padding and strides, in TFLite's conventions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from specializer.importers.tflite_file import PADDING_NAMES, GraphRecord, OpRecord, TensorRecord, refuse_op
+
+Pair = tuple[int, int]
+
+
+@dataclass(frozen=True, eq=False)
+class Layer:
+    """One operator of the graph: run(*activations, *weights) -> its output tensor."""
+    op: int                         # index in the graph
+    name: str                       # CONV_2D, ...
+    inputs: tuple[int, ...]         # activation tensor indices
+    output: int                     # output tensor index
+    weights: tuple[str, ...]        # names of the constant arrays it takes, in order
+    block: object | None            # the int8 block's parameters (None: float op or reshape)
+    run: Callable
+
+
+@dataclass(frozen=True)
+class OpContext:
+    """What an op builder reads: the graph, the op, and the model's weights it adds to."""
+    g: GraphRecord
+    op: OpRecord
+    weights: dict
+
+    def refuse(self, what: str):
+        return refuse_op(self.g.path, self.op, what)
+
+    def tensor(self, k: int) -> TensorRecord | None:
+        """Input k (None when absent)."""
+        i = self.op.inputs[k] if k < len(self.op.inputs) else -1
+        return None if i < 0 else self.g.tensors[i]
+
+    @property
+    def out(self) -> TensorRecord:
+        return self.g.tensors[self.op.outputs[0]]
+
+    @property
+    def options(self) -> dict:
+        return self.op.options
+
+    def constant(self, k: int, prefix: str, dtype: str) -> str:
+        """Input k as the weight <prefix><op index>; refused unless a constant of `dtype`."""
+        t = self.tensor(k)
+        if t.data is None:
+            raise self.refuse(f"input {k} (tensor {t.index}) is computed, not a constant")
+        if t.type != dtype:
+            raise self.refuse(f"input {k} (tensor {t.index}) is {t.type}, expected {dtype}")
+        name = f"{prefix}{self.op.index}"
+        self.weights[name] = np.ascontiguousarray(t.data)
+        return name
+
+    def layer(self, x: TensorRecord, weights: tuple[str, ...], block, run, inputs=None) -> Layer:
+        return Layer(self.op.index, self.op.name, inputs or (x.index,), self.out.index, weights, block, run)
+
+
+def filter_and_bias(c: OpContext, dtype: str, bias_dtype: str, out_axis: int) -> tuple[TensorRecord, tuple[str, ...]]:
+    """The filter (input 1) and the optional bias (input 2) as weights: (filter, their names)."""
+    w = c.tensor(1)
+    if w is None:
+        raise c.refuse("has no filter")
+    names = [c.constant(1, "w", dtype)]
+    b = c.tensor(2)
+    if b is not None:
+        names.append(c.constant(2, "b", bias_dtype))
+        if b.shape != (w.shape[out_axis],):
+            raise c.refuse(f"bias shape {b.shape} does not match the filter {w.shape}")
+    return w, tuple(names)
+
+
+def nhwc(c: OpContext, x: TensorRecord) -> None:
+    if len(x.shape) != 4:
+        raise c.refuse(f"input {x.shape} is not NHWC")
+
+
+def stride_dilation(c: OpContext) -> tuple[Pair, Pair]:
+    o = c.options
+    return (o["strideH"], o["strideW"]), (o["dilationHFactor"], o["dilationWFactor"])
+
+
+def pool_window(c: OpContext) -> tuple[Pair, Pair]:
+    """(stride, window) of a pool."""
+    o = c.options
+    return (o["strideH"], o["strideW"]), (o["filterHeight"], o["filterWidth"])
+
+
+def padding(c: OpContext, in_hw, k_hw, stride: Pair, dilation: Pair, out_hw) -> tuple[Pair, Pair]:
+    """TFLite's padding ((top, bottom), (left, right)) for SAME/VALID: the odd pixel at the end
+    (ComputePaddingHeightWidth); the output size must be what the padding gives."""
+    kind = PADDING_NAMES.get(c.options["padding"], str(c.options["padding"]))
+    if kind not in ("SAME", "VALID"):
+        raise c.refuse(f"padding {kind} is not supported")
+    if min(stride) < 1 or min(dilation) < 1:
+        raise c.refuse(f"stride {stride} / dilation {dilation} must be >= 1")
+    pads = []
+    for size, k, s, d, out in zip(in_hw, k_hw, stride, dilation, out_hw):
+        eff = (k - 1) * d + 1
+        want = (size + s - 1) // s if kind == "SAME" else (size - eff + s) // s
+        if out != want:
+            raise c.refuse(f"output size {tuple(out_hw)} does not match {kind} padding (expected {want})")
+        total = max((out - 1) * s + eff - size, 0)
+        pads.append((total // 2, total - total // 2))
+    return pads[0], pads[1]
+
+
+def check_dense_options(c: OpContext) -> None:
+    if c.options["weightsFormat"] != 0:
+        raise c.refuse(f"weights format {c.options['weightsFormat']} (only DEFAULT is supported)")
+
+
+def second_input(c: OpContext, x: TensorRecord) -> TensorRecord:
+    """ADD's other operand: computed, of the first's type and shape (no broadcasting)."""
+    y = c.tensor(1)
+    if y is None or y.data is not None or y.type != x.type:
+        raise c.refuse(f"second input must be a computed {x.type} tensor")
+    if not (x.shape == y.shape == c.out.shape):
+        raise c.refuse(f"broadcasting {x.shape} + {y.shape} is not supported")
+    return y
+
+
+def reshape(c: OpContext, x: TensorRecord) -> Layer:
+    """RESHAPE to its output tensor's shape (the file's shape input or option agrees with it)."""
+    if c.out.type != x.type or int(np.prod(c.out.shape)) != int(np.prod(x.shape)):
+        raise c.refuse(f"{x.type}{list(x.shape)} cannot become {c.out.type}{list(c.out.shape)}")
+    shape = c.out.shape
+    return c.layer(x, (), None, lambda a: a.reshape(shape))
