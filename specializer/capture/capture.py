@@ -22,7 +22,7 @@ import numpy as np
 from specializer.llvm import irtext, module
 from specializer.capture import cmsis_calls, entry, fminmax, hlo_sites, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
 
-from specializer.capture import cmsis_calls_act
+from specializer.capture import cmsis_calls_act, imported
 from specializer.errors import UserError
 from specializer.files import write_all
 from specializer.capture.manifest import Manifest, Tensor, flat, np_dtype
@@ -58,7 +58,8 @@ DEFAULT_TIMEOUT = 600.0
 
 
 def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str],
-               timeout: float = DEFAULT_TIMEOUT, lower_int8: bool = True) -> None:
+               timeout: float = DEFAULT_TIMEOUT, lower_int8: bool = True, inputs: Path | None = None) -> None:
+    """`inputs`: an imported model's example inputs (imported.save_inputs), else its reader's."""
     env = dict(os.environ)
     env["SPECIALIZER_LOWER_INT8"] = "1" if lower_int8 else "0"
     env["XLA_FLAGS"] = " ".join([f"--xla_dump_to={workdir / 'dump'}", *BASE_FLAGS, *xla_flags])
@@ -70,7 +71,7 @@ def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str],
     env["SPECIALIZER_CAPTURE_CPU"] = str(min(os.sched_getaffinity(0)))
     try:
         proc = subprocess.run([sys.executable, "-m", "specializer.capture.capture_worker", str(source), function,
-                               str(workdir)], env=env, capture_output=True, text=True, errors="replace",
+                               str(workdir), *([str(inputs)] if inputs else [])], env=env, capture_output=True, text=True, errors="replace",
                               timeout=timeout)
     except subprocess.TimeoutExpired:
         raise UserError(f"capture of {source}:{function} did not finish within {timeout:g} s (JAX's reference "
@@ -451,25 +452,43 @@ def _param_alloc(exe: xe.Executable, number: int) -> int:
     raise UserError(f"capture: parameter {number} has no buffer (unused parameters are kept)")
 
 
-def capture(source: Path, function: str, out_dir: Path, ir_dots: bool = False,
-            timeout: float = DEFAULT_TIMEOUT) -> Captured:
+def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = False,
+            timeout: float = DEFAULT_TIMEOUT, example: Path | None = None) -> Captured:
+    """`source` a model file (FILE.py with `function`, or a .tflite file, whose function is the
+    reader's and whose reference outputs are TFLite Micro's); `example` a .npy input for a .tflite
+    model (else the reader's example input)."""
     source = Path(source).resolve()
     if not source.is_file():
         raise UserError(f"{source}: no such file")
+    model = None
+    if imported.is_model_file(source):
+        model = imported.read(source)  # an unsupported op: one line, before anything runs
+        function = model.name
+        xs = imported.example_inputs(model, example)
+    elif example is not None:
+        raise UserError(f"--input {example}: for a .tflite model; a JAX function's example inputs are "
+                        "its own (fn.example_inputs)")
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="specializer-capture-") as tmp:
-        work = Path(tmp)
+        work = Path(tmp) / "work"
+        work.mkdir()
+        given = None
+        if model is not None and example is not None:
+            given = Path(tmp) / "inputs.npz"
+            imported.save_inputs(model, xs, given)
         flags = IR_DOT_FLAGS if ir_dots else []
-        run_worker(source, function, work, flags, timeout)
+        run_worker(source, function, work, flags, timeout, inputs=given)
         try:
             text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots, source=source)
         except cmsis_calls.NotLowerable as e:
             # every block back to XLA's own code, which computes it exactly
             shutil.rmtree(work)
             work.mkdir()
-            run_worker(source, function, work, flags, timeout, lower_int8=False)
+            run_worker(source, function, work, flags, timeout, lower_int8=False, inputs=given)
             text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots, source=source)
             log = [f"kept XLA's code for every int8 block: {e}"] + log
+    if model is not None:  # the reference outputs are the format's own interpreter's
+        manifest = imported.with_oracle(model, manifest)
     try:
         manifest_text = manifest.dumps()  # before anything is written: both files or neither
     except (TypeError, ValueError) as e:

@@ -29,6 +29,8 @@ if "SPECIALIZER_CAPTURE_CPU" in os.environ:  # before JAX: XLA sizes its work to
 
 import numpy as np  # noqa: E402
 
+from specializer.capture import imported  # noqa: E402  (JAX only when it reads a model)
+
 
 def load_function(path: Path, name: str):
     spec = importlib.util.spec_from_file_location(f"_specializer_model_{path.stem}", path)
@@ -53,9 +55,13 @@ def _int8_blocks():
 
 def main(argv: list[str]) -> None:
     path, name, out = Path(argv[0]), argv[1], Path(argv[2])
+    given = Path(argv[3]) if len(argv) > 3 else None  # an imported model's --input
     import jax  # after the parent set XLA_FLAGS and the affinity
 
-    fn = load_function(path, name)
+    if imported.is_model_file(path):  # a .tflite file: the reader's function, not a module's
+        fn = imported.worker_function(path, given)
+    else:
+        fn = load_function(path, name)
     inputs = dict(getattr(fn, "example_inputs", {}) or {})
     weights = dict(getattr(fn, "weights", {}) or {})
     params = list(inspect.signature(fn).parameters)

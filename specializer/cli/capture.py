@@ -1,4 +1,4 @@
-"""`specialize capture`: a JAX function as one Cortex-M4 module and its manifest."""
+"""`specialize capture`: a JAX function or a .tflite model as one Cortex-M4 module and its manifest."""
 
 from __future__ import annotations
 
@@ -10,19 +10,29 @@ from specializer.errors import UserError
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="specialize capture",
-                                description="Capture a JAX function as one Cortex-M4 LLVM module.")
-    p.add_argument("target", metavar="FILE.py:FN")
+                                description="Capture a JAX function, or a .tflite model, as one Cortex-M4 LLVM "
+                                "module. A .tflite model's reference outputs are TFLite Micro's: its "
+                                "interpreter runs on the same input, and JAX's outputs must equal them "
+                                "(int8; float within 1e-4 relative).")
+    p.add_argument("target", metavar="FILE.py:FN | FILE.tflite")
+    p.add_argument("--input", metavar="FILE.npy", type=Path,
+                   help="a .tflite model's example input (its shape and dtype; default: a deterministic "
+                   "input the reader makes)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="writes DIR/model.ll and DIR/model.json")
     p.add_argument("--ir-dots", action="store_true",
                    help="let XLA emit its dots as LLVM IR (its experimental IR GEMM) instead of runtime calls")
     p.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
                    help="give up when JAX's reference run of the function takes longer (default 600)")
     a = p.parse_args(argv)
-    if ":" not in a.target:
-        raise UserError(f"'{a.target}': expected FILE.py:FUNCTION")
-    path, fn = a.target.rsplit(":", 1)
+    from specializer.capture import imported
     from specializer.capture.capture import capture
 
-    c = capture(Path(path), fn, Path(a.output), ir_dots=a.ir_dots, timeout=a.timeout)
+    if imported.is_model_file(Path(a.target)):  # the function is the reader's: no :FN
+        path, fn = a.target, None
+    elif ":" not in a.target:
+        raise UserError(f"'{a.target}': expected FILE.py:FUNCTION or FILE.tflite")
+    else:
+        path, fn = a.target.rsplit(":", 1)
+    c = capture(Path(path), fn, Path(a.output), ir_dots=a.ir_dots, timeout=a.timeout, example=a.input)
     print(f"wrote {c.model_ll} and {c.manifest_json}")
     return 0
