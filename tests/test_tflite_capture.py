@@ -196,7 +196,7 @@ def run_kws(c, tmp_path, which):
 
 
 def test_kws_captured_equal_to_tflite_micro(tmp_path):
-    capture_kws(tmp_path)  # 8 s; on QEMU (35 s more in lto and all-args) only with --slow
+    capture_kws(tmp_path)  # 8 s; on QEMU (about 30 s more in lto and all-args) only with --slow
 
 
 @pytest.mark.slow

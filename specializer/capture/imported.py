@@ -58,6 +58,7 @@ def example_inputs(model, npy: Path | None) -> tuple[np.ndarray, ...]:
         first = next((ln for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
         raise UserError(f"--input {npy}: not a .npy array ({first})") from None
     if not isinstance(x, np.ndarray):  # an .npz archive
+        x.close()
         raise UserError(f"--input {npy}: not a .npy array (an .npz archive)")
     spec = model.inputs[0]
     if x.shape != spec.shape or x.dtype != np.dtype(spec.dtype):
