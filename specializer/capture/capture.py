@@ -71,8 +71,8 @@ def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str],
     env["SPECIALIZER_CAPTURE_CPU"] = str(min(os.sched_getaffinity(0)))
     try:
         proc = subprocess.run([sys.executable, "-m", "specializer.capture.capture_worker", str(source), function,
-                               str(workdir), *([str(inputs)] if inputs else [])], env=env, capture_output=True, text=True, errors="replace",
-                              timeout=timeout)
+                               str(workdir), *([str(inputs)] if inputs else [])],
+                              env=env, capture_output=True, text=True, errors="replace", timeout=timeout)
     except subprocess.TimeoutExpired:
         raise UserError(f"capture of {source}:{function} did not finish within {timeout:g} s (JAX's reference "
                         "run of the function: a loop that never ends?); if it is only slow, raise --timeout") from None
