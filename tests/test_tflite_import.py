@@ -439,6 +439,27 @@ def test_a_file_that_is_not_tflite_is_refused_in_one_line(tmp_path):
     assert str(e.value) == "model.tflite: not a TFLite flatbuffer (no 'TFL3' file identifier)"
 
 
+def test_a_damaged_file_is_one_line_never_a_crash(tmp_path):
+    """Bytes flipped at random in a real graph (tables, offsets, shapes, scales, weights): the
+    reader reads it or refuses it in one line (UserError), never another exception."""
+    import random
+
+    data = conv_model(np.random.default_rng(3), per_channel=True)
+    path, outcomes = tmp_path / "damaged.tflite", {"read": 0, "refused": 0}
+    for seed in range(150):
+        r, d = random.Random(seed), bytearray(data)
+        for _ in range(r.choice([1, 3, 10, 40])):
+            d[r.randrange(8, len(d))] = r.randrange(256)
+        path.write_bytes(bytes(d))
+        try:
+            read_tflite(path)
+            outcomes["read"] += 1
+        except UserError as e:
+            assert "\n" not in str(e) and str(e).startswith("damaged.tflite"), str(e)
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 0  # the flips did reach the structure
+
+
 @pytest.mark.parametrize("case", REFUSED)
 def test_an_unsupported_option_is_refused_in_one_line(case, tmp_path):
     build, line = REFUSED[case]

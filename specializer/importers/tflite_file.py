@@ -110,7 +110,28 @@ def _graph(path: Path, model) -> GraphRecord:
     sg = subgraphs[0]
     tensors = tuple(_tensor(path, model, t, i) for i, t in enumerate(sg.tensors or []))
     ops = tuple(_op(path, model, op, i) for i, op in enumerate(sg.operators or []))
-    return GraphRecord(path, tensors, ops, _ints(sg.inputs), _ints(sg.outputs))
+    g = GraphRecord(path, tensors, ops, _ints(sg.inputs), _ints(sg.outputs))
+    _check_indices(g)
+    return g
+
+
+def _damaged(path: Path, what: str) -> UserError:
+    return UserError(f"{path.name}: damaged flatbuffer ({what})")
+
+
+def _check_indices(g: GraphRecord) -> None:
+    """Every tensor index the graph names is one of its tensors (-1: an absent optional input),
+    and every operator writes one: a damaged file is one line here, not an IndexError later."""
+    n = len(g.tensors)
+    for kind, indices in (("input", g.inputs), ("output", g.outputs)):
+        bad = [i for i in indices if not 0 <= i < n]
+        if bad or not indices:
+            raise _damaged(g.path, f"graph {kind} tensor {bad[0] if bad else 'missing'}; it has {n} tensors")
+    for op in g.ops:
+        bad = [i for i in op.inputs if not -1 <= i < n] + [i for i in op.outputs if not 0 <= i < n]
+        if bad or not op.outputs:
+            raise _damaged(g.path, f"operator {op.index} ({op.name}) names tensor "
+                                   f"{bad[0] if bad else '(no output)'}; the graph has {n} tensors")
 
 
 def _ints(values) -> tuple[int, ...]:
@@ -134,8 +155,15 @@ def _tensor(path: Path, model, t, index: int) -> TensorRecord:
         if q.detailsType != 0:
             raise Refused(f"{where}: quantization details of kind {q.detailsType} are not supported")
         scales = tuple(float(s) for s in np.asarray(q.scale, np.float32))
+        if not all(np.isfinite(s) and s > 0 for s in scales):
+            raise Refused(f"{where}: quantization scale {next(s for s in scales if not (np.isfinite(s) and s > 0))!r} "
+                          "is not a positive finite number")
         zps = _ints(q.zeroPoint) if q.zeroPoint is not None and len(q.zeroPoint) else (0,) * len(scales)
         quant = Quant(scales, zps, int(q.quantizedDimension))
+    if not 0 <= t.buffer < max(len(model.buffers or []), 1):
+        raise _damaged(path, f"tensor {index} names buffer {t.buffer}; the file has {len(model.buffers or [])}")
+    if any(d < 0 for d in shape) and t.buffer:
+        raise _damaged(path, f"tensor {index} is a constant of shape {list(shape)}")
     buf = model.buffers[t.buffer] if t.buffer else None
     if t.externalBuffer or (buf is not None and buf.offset > 1):
         raise Refused(f"{where}: data stored outside the flatbuffer is not supported")
@@ -143,11 +171,18 @@ def _tensor(path: Path, model, t, index: int) -> TensorRecord:
     if buf is not None and buf.data is not None and len(buf.data):
         if type_name not in DTYPES:
             raise Refused(f"{where}: constant of type {type_name} is not supported")
-        data = np.frombuffer(np.asarray(buf.data, np.uint8).tobytes(), DTYPES[type_name]).reshape(shape)
+        raw = np.asarray(buf.data, np.uint8).tobytes()
+        dtype = DTYPES[type_name]
+        if len(raw) != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
+            raise _damaged(path, f"tensor {index}: {len(raw)} bytes of data for {type_name}{list(shape)}")
+        data = np.frombuffer(raw, dtype).reshape(shape)
     return TensorRecord(index, name, shape, type_name, quant, data)
 
 
 def _op(path: Path, model, op, index: int) -> OpRecord:
+    if not 0 <= op.opcodeIndex < len(model.operatorCodes or []):
+        raise _damaged(path, f"operator {index} has opcode index {op.opcodeIndex}; the file has "
+                             f"{len(model.operatorCodes or [])}")
     code = model.operatorCodes[op.opcodeIndex]
     # TFLite's GetBuiltinCode: files from before the opcode was widened keep it in the deprecated byte
     builtin = get_builtin_code_from_operator_code(code)
