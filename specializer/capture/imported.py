@@ -1,11 +1,15 @@
 """A model from another format (.tflite) in capture: read in the parent, called in the worker,
 and checked against its own format's reference interpreter, which gives model.json's outputs.
 
-    model = read(path)                      # parent: an unsupported op is the reader's one line,
+    model = read(path, every_layer)         # parent: an unsupported op is the reader's one line,
                                             # before the worker starts or anything is written
-    xs = example_inputs(model, npy)         # --input FILE.npy, checked against the model's input
-    fn = worker_function(path, inputs_npz)  # worker: read_tflite(path).fn on those inputs
-    manifest = with_oracle(model, manifest) # TFLite Micro's outputs, once JAX's equal them
+    xss = example_inputs(model, npy, n)     # --input FILE.npy (one or a stack) or n examples
+    fn = worker_function(path, inputs_npz, every_layer)  # worker: the reader's fn on xss[0]
+    manifest = with_oracle(model, manifest, xss[1:])  # TFLite Micro's outputs, once JAX's equal
+                                            # them; the other inputs as vectors with its outputs
+
+With every_layer the model's outputs are every operator's output (TFLite Micro reads a copy of the
+file whose outputs are those tensors): a saturated final layer cannot hide a wrong one inside.
 
 The oracle is TFLite Micro's interpreter (the `tflite-micro` package: its reference kernels,
 built for the host), not our own JAX blocks: QEMU's outputs are then checked against TFLite's
@@ -15,12 +19,16 @@ what TFLite computes is refused at capture, not reported as a pass.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from specializer.capture.manifest import Manifest, flat
+from specializer.capture.manifest import Manifest, Vector, flat
 from specializer.errors import UserError
 
 SUFFIXES = (".tflite",)
@@ -35,17 +43,18 @@ def is_model_file(path: Path) -> bool:
     return Path(path).suffix.lower() in SUFFIXES
 
 
-def read(path: Path):
+def read(path: Path, every_layer: bool = False):
     from specializer.importers.tflite import read_tflite
 
-    return read_tflite(path)
+    return read_tflite(path, every_layer)
 
 
-def example_inputs(model, npy: Path | None) -> tuple[np.ndarray, ...]:
-    """The arrays capture runs the model on: `npy` (one input, its shape and dtype exactly the
-    model's), else the reader's deterministic example."""
+def example_inputs(model, npy: Path | None, n: int = 1) -> list[tuple[np.ndarray, ...]]:
+    """The inputs capture checks the model on, one tuple each; the first is the one measured:
+    `npy` (the model's one input: its shape and dtype exactly, or a stack of them), else n of
+    the reader's deterministic examples."""
     if npy is None:
-        return tuple(model.example_inputs)
+        return model.examples(n)
     npy = Path(npy)
     if len(model.inputs) != 1:
         raise UserError(f"--input {npy}: {model.path.name} has {len(model.inputs)} inputs; "
@@ -61,10 +70,12 @@ def example_inputs(model, npy: Path | None) -> tuple[np.ndarray, ...]:
         x.close()
         raise UserError(f"--input {npy}: not a .npy array (an .npz archive)")
     spec = model.inputs[0]
-    if x.shape != spec.shape or x.dtype != np.dtype(spec.dtype):
+    stacked = x.ndim == len(spec.shape) + 1 and x.shape[1:] == spec.shape and len(x) > 0
+    if not (x.shape == spec.shape or stacked) or x.dtype != np.dtype(spec.dtype):
         raise UserError(f"--input {npy}: {x.dtype}{list(x.shape)}, but {model.path.name}'s input "
-                        f"'{spec.name}' is {spec.dtype}{list(spec.shape)}")
-    return (x,)
+                        f"'{spec.name}' is {spec.dtype}{list(spec.shape)} (or a stack of them, "
+                        f"{spec.dtype}[N, {', '.join(map(str, spec.shape))}])")
+    return [(xi,) for xi in x] if stacked else [(x,)]
 
 
 def save_inputs(model, xs: tuple[np.ndarray, ...], path: Path) -> None:
@@ -72,25 +83,57 @@ def save_inputs(model, xs: tuple[np.ndarray, ...], path: Path) -> None:
     np.savez(path, **dict(zip(model.input_names, xs)))
 
 
-def worker_function(path: Path, inputs: Path | None):
+def worker_function(path: Path, inputs: Path | None, every_layer: bool = False):
     """The function capture's worker traces; its example inputs from `inputs` (save_inputs)
     when the parent was given some."""
-    fn = read(path).fn
+    fn = read(path, every_layer).fn
     if inputs is not None:
         with np.load(inputs) as given:
             fn.example_inputs = {name: given[name] for name in given.files}
     return fn
 
 
-def run_tflite_micro(model, xs) -> list[np.ndarray]:
-    """TFLite Micro's outputs for inputs xs."""
+def run_tflite_micro(model, xss) -> list[list[np.ndarray]]:
+    """TFLite Micro's outputs (the model's: every layer's with every_layer) for each input tuple."""
     from tflite_micro.python.tflite_micro import runtime
 
-    it = runtime.Interpreter.from_bytes(model.path.read_bytes(), arena_size=ARENA_BYTES)
-    for i, x in enumerate(xs):
-        it.set_input(np.asarray(x), i)
-    it.invoke()
-    return [np.asarray(it.get_output(i)) for i in range(len(model.outputs))]
+    with _quiet() as log:
+        try:
+            it = runtime.Interpreter.from_bytes(model.file_bytes(), arena_size=ARENA_BYTES)
+            outs = []
+            for xs in xss:
+                for i, x in enumerate(xs):
+                    it.set_input(np.asarray(x), i)
+                it.invoke()
+                outs.append([np.array(it.get_output(i)) for i in range(len(model.outputs))])
+            return outs
+        except RuntimeError as e:  # what the interpreter logged says why; the exception does not
+            said = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+            why = said[0] if said else (str(e).strip().splitlines() or ["no reason given"])[0]
+    raise UserError(f"{model.path.name}: TFLite Micro's interpreter cannot run it ({why})")
+
+
+@contextlib.contextmanager
+def _quiet():
+    """stdout and stderr of TFLite Micro's C++ (its arena report, its errors) into a file, whose
+    path the block gets: a capture prints only its own lines."""
+    with tempfile.TemporaryDirectory(prefix="specializer-tflm-") as tmp:
+        log = Path(tmp) / "tflm.log"
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            with open(log, "wb") as f:
+                os.dup2(f.fileno(), 1)
+                os.dup2(f.fileno(), 2)
+                try:
+                    yield log
+                finally:
+                    os.dup2(saved[0], 1)
+                    os.dup2(saved[1], 2)
+        finally:
+            for fd in saved:
+                os.close(fd)
 
 
 def difference(name: str, got: np.ndarray, want: np.ndarray) -> str | None:
@@ -111,13 +154,14 @@ def difference(name: str, got: np.ndarray, want: np.ndarray) -> str | None:
             f"{tuple(int(i) for i in at)}: JAX {got[at]}, TFLite Micro {want[at]}, difference {diff[at]:g})")
 
 
-def with_oracle(model, manifest: Manifest) -> Manifest:
+def with_oracle(model, manifest: Manifest, more: list[tuple[np.ndarray, ...]] = ()) -> Manifest:
     """`manifest` with TFLite Micro's outputs as the reference, once JAX's run (the outputs
-    capture wrote) equals them; UserError naming the first output that does not."""
+    capture wrote) equals them (UserError naming the first output that does not); `more` inputs
+    as vectors, their reference outputs TFLite Micro's."""
     import tflite_micro
 
-    xs = [t.array() for t in manifest.inputs]
-    want = run_tflite_micro(model, xs)
+    xs = tuple(t.array() for t in manifest.inputs)
+    want, *others = run_tflite_micro(model, [xs, *more])
     outputs = []
     for t, w in zip(manifest.outputs, want):
         why = difference(t.name, t.array(), w)
@@ -125,4 +169,5 @@ def with_oracle(model, manifest: Manifest) -> Manifest:
             raise UserError(f"capture of {model.path.name}: JAX's output {why}")
         outputs.append(replace(t, data=flat(w)))
     versions = {**manifest.versions, "tflite_micro": getattr(tflite_micro, "__version__", "?")}
-    return replace(manifest, outputs=tuple(outputs), versions=versions)
+    vectors = tuple(Vector(tuple(flat(x) for x in xs), tuple(flat(y) for y in ys)) for xs, ys in zip(more, others))
+    return replace(manifest, outputs=tuple(outputs), versions=versions, vectors=vectors)

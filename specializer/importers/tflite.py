@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from specializer.importers import tflite_float, tflite_int8
-from specializer.importers.tflite_file import GraphRecord, OpRecord, Refused, TensorRecord, read_graph
+from specializer.importers.tflite_file import GraphRecord, OpRecord, Refused, TensorRecord, read_graph, with_outputs
 from specializer.importers.tflite_layer import Layer, OpContext
 from specializer.quant.ptq import QParams
 
@@ -53,6 +53,19 @@ class TfliteModel:
     layers: tuple[Layer, ...]
     weights: dict = field(repr=False)  # weight name -> array (w<op>, b<op>)
     example_inputs: tuple[np.ndarray, ...] = field(repr=False)  # one per input (example_input)
+    file_outputs: tuple[int, ...] = ()  # the file's own output tensors (`outputs` may be every layer's)
+
+    def file_bytes(self) -> bytes:
+        """The file, its outputs made this model's (every layer's, with every_layer) for an
+        interpreter to report them."""
+        data = self.path.read_bytes()
+        indices = tuple(o.index for o in self.outputs)
+        return data if indices == self.file_outputs else with_outputs(data, indices)
+
+    def examples(self, n: int) -> list[tuple[np.ndarray, ...]]:
+        """n deterministic example inputs, the first `example_inputs`; int8 ones alternate a
+        spread of 4 and 16 around the zero point."""
+        return [tuple(example_input(spec, k, j) for k, spec in enumerate(self.inputs)) for j in range(n)]
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -139,12 +152,13 @@ def _spec(g: GraphRecord, t: TensorRecord, what: str) -> TensorSpec:
     return TensorSpec(t.index, t.name, t.shape, t.type.lower(), quant)
 
 
-def example_input(spec: TensorSpec, k: int = 0) -> np.ndarray:
-    """The k-th input's example (deterministic)."""
-    rng = np.random.default_rng(EXAMPLE_SEED + k)
+def example_input(spec: TensorSpec, k: int = 0, j: int = 0) -> np.ndarray:
+    """Example j of the k-th input (deterministic)."""
+    rng = np.random.default_rng(EXAMPLE_SEED + k + 1000 * j)
     if spec.quant is None:
         return rng.normal(size=spec.shape).astype(np.float32)
-    x = spec.quant.zero_point + rng.normal(0.0, EXAMPLE_INT8_SPREAD, spec.shape)
+    spread = EXAMPLE_INT8_SPREAD * (4 if j % 2 else 1)
+    x = spec.quant.zero_point + rng.normal(0.0, spread, spec.shape)
     return np.clip(np.round(x), -128, 127).astype(np.int8)
 
 
@@ -153,8 +167,9 @@ def _identifier(stem: str) -> str:
     return name if name[:1].isalpha() or name[:1] == "_" else f"m_{name}"
 
 
-def read_tflite(path) -> TfliteModel:
-    """Read a .tflite file into a TfliteModel (UserError, one line, for what is not supported)."""
+def read_tflite(path, every_layer: bool = False) -> TfliteModel:
+    """Read a .tflite file into a TfliteModel (UserError, one line, for what is not supported).
+    every_layer: the model's outputs are every operator's output, in graph order."""
     g = read_graph(Path(path))
     inputs = tuple(_spec(g, g.tensors[i], "input") for i in g.inputs)
     outputs = tuple(_spec(g, g.tensors[i], "output") for i in g.outputs)
@@ -170,5 +185,8 @@ def read_tflite(path) -> TfliteModel:
     for o in outputs:
         if o.index not in known:
             raise Refused(f"{g.path.name}: output tensor {o.index} is written by no operator")
+    file_outputs = tuple(o.index for o in outputs)
+    if every_layer:
+        outputs = tuple(_spec(g, g.tensors[layer.output], f"operator {layer.op}'s output") for layer in layers)
     examples = tuple(example_input(spec, k) for k, spec in enumerate(inputs))
-    return TfliteModel(g.path, _identifier(g.path.stem), inputs, outputs, layers, weights, examples)
+    return TfliteModel(g.path, _identifier(g.path.stem), inputs, outputs, layers, weights, examples, file_outputs)
