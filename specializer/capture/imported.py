@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import tempfile
 from dataclasses import replace
@@ -111,6 +112,23 @@ def run_tflite_micro(model, xss) -> list[list[np.ndarray]]:
             said = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
             why = said[0] if said else (str(e).strip().splitlines() or ["no reason given"])[0]
     raise UserError(f"{model.path.name}: TFLite Micro's interpreter cannot run it ({why})")
+
+
+def tflite_micro_arena(model) -> int | None:
+    """The bytes TFLite Micro's interpreter allocated from its arena for the model on this host
+    (its allocation report's total: the activations' plan and its own structures), None when the
+    report says nothing."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    with _quiet() as log:
+        it = runtime.Interpreter.from_bytes(model.file_bytes(), arena_size=ARENA_BYTES)
+        for i, x in enumerate(model.example_inputs):
+            it.set_input(np.asarray(x), i)
+        it.invoke()
+        it.print_allocations()
+        text = log.read_text(errors="replace")
+    m = re.search(r"Arena allocation total (\d+) bytes", text)
+    return int(m.group(1)) if m else None
 
 
 @contextlib.contextmanager

@@ -116,6 +116,6 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
     m = model.manifest
     checked = {} if m is None else {"reference": m.reference, "checked_inputs": m.checked_inputs}
     c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None, **checked)
-    files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.NOTE + "\n"),
+    files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.note(c.reference) + "\n"),
                      (out_dir / "report.json", report.json_text(c))])
     return c

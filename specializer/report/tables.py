@@ -11,16 +11,22 @@ BASELINE = "separate"
 BASELINES = ("separate", "lto")  # every row's deltas are shown against both
 PAIR = ("all-args", "dims")  # and all-args against dims, the comparison the product is about
 DELTAS = ("flash", "ram", "cycles", "insns")  # the metrics every row is compared on
-NOTE = textwrap.fill(
-       "flash: code of the model, the kernel library and the libc/libm it reaches, weights and "
-        "constants, and initialized data (the model linked alone, --gc-sections); RAM: .data + .bss "
-        "(buffers, arena, scratch, libc's data) + stack: the measured call's peak stack (painted and "
-        "scanned); instructions: QEMU-counted (TCG plugin), entry call only; est. cycles: TRM-weighted "
-        "estimate; vs lto: ratio to the lto variant (JSON: to every baseline, ratio and percent change); "
-        "rel err: max relative error against the reference outputs (JAX's, or an imported model's "
-        "interpreter's) within the model's tolerance (<=) or not (>). "
-        "JSON rows hold the breakdown: text, rodata, data, bss, lib_flash, lib_ram, stack", 100,
-       break_on_hyphens=False)
+NOTE_TEXT = (
+    "flash: code of the model, the kernel library and the libc/libm it reaches, weights and "
+    "constants, and initialized data (the model linked alone, --gc-sections); RAM: .data + .bss "
+    "(buffers, arena, scratch, libc's data) + stack: the measured call's peak stack (painted and "
+    "scanned); instructions: QEMU-counted (TCG plugin), entry call only; est. cycles: TRM-weighted "
+    "estimate; vs lto: ratio to the lto variant (JSON: to every baseline, ratio and percent change); "
+    "rel err: max relative error against {reference} within the model's tolerance (<=) or not (>). "
+    "JSON rows hold the breakdown: text, rodata, data, bss, lib_flash, lib_ram, stack")
+
+
+def note(reference: str = "JAX") -> str:
+    """The note under a table: what each column is, the outputs checked against `reference`'s."""
+    return textwrap.fill(NOTE_TEXT.format(reference=reference), 100, break_on_hyphens=False)
+
+
+NOTE = note()
 
 
 @dataclass(frozen=True)
