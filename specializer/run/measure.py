@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -149,11 +150,13 @@ def measure(objects: Path | list[Path], manifest: Manifest, workdir: Path, metho
     result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout)
     max_abs, max_rel, ok = check(result, manifest)
     for k in range(len(manifest.vectors)):  # the same objects, another input: outputs only
-        vec = manifest.at(k)
-        fw_k = firmware.build(objects, vec, workdir / f"vector{k + 1}")
+        vec, where = manifest.at(k), workdir / f"vector{k + 1}"
+        fw_k = firmware.build(objects, vec, where)
         more = check(qemu.run(fw_k.elf, start=fw_k.entry_addr, stop=fw_k.stop_addr, method="icount",
                               timeout=timeout), vec)
         max_abs, max_rel, ok = max(max_abs, more[0]), max(max_rel, more[1]), ok and more[2]
+        if more[2]:  # kept only to look into a failure
+            shutil.rmtree(where)
     if method == "plugin":
         est = cycles.estimate(result.profile)
         insns, cyc = est.insns, est.cycles
