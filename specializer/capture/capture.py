@@ -22,7 +22,7 @@ import numpy as np
 from specializer.llvm import irtext, module
 from specializer.capture import cmsis_calls, entry, fminmax, hlo_sites, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
 
-from specializer.capture import cmsis_calls_act, imported
+from specializer.capture import cmsis_calls_act, imported, layers
 from specializer.errors import UserError
 from specializer.files import write_all
 from specializer.capture.manifest import Manifest, Tensor, flat, np_dtype
@@ -495,8 +495,10 @@ def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = F
                        every_layer=every_layer)
             text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots, source=source)
             log = [f"kept XLA's code for every int8 block: {e}"] + log
+        found = layers.load(work / layers.FILE_NAME)  # a quantize() model's blocks (the worker's)
     if model is not None:  # the reference outputs are the format's own interpreter's
         manifest = imported.with_oracle(model, manifest, xss[1:])
+        found = layers.of_tflite(model, imported.tflite_micro_arena(model))
     try:
         manifest_text = manifest.dumps()  # before anything is written: both files or neither
     except (TypeError, ValueError) as e:
@@ -508,5 +510,9 @@ def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = F
         files.append((out_dir / "capture.log", "".join(f"capture: {line}\n" for line in log)))
     else:  # a log from an earlier capture into this directory would describe another model
         (out_dir / "capture.log").unlink(missing_ok=True)
+    if found is not None:
+        files.append((out_dir / layers.FILE_NAME, found.dumps()))
+    else:  # likewise: the layers of another model
+        (out_dir / layers.FILE_NAME).unlink(missing_ok=True)
     write_all(files)
     return Captured(ll, js, manifest, tuple(log))

@@ -19,6 +19,7 @@ import functools
 import importlib.util
 import inspect
 import json
+import shutil
 import os
 import sys
 import traceback
@@ -112,6 +113,21 @@ def main(argv: list[str]) -> None:
         "versions": {"jax": jax.__version__, "jaxlib": __import__("jaxlib").__version__},
     }
     (out / "io.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+    ptq = sys.modules.get("specializer.quant.ptq")
+    if ptq is not None and isinstance(fn, ptq.QuantizedModel):  # its blocks are the layers
+        from specializer.capture import layers
+
+        # the float and int8 runs compile too, and XLA dumps every compile: not into capture's dump
+        dump, aside = out / "dump", out / "dump.capture"
+        if dump.exists():
+            dump.rename(aside)
+        try:
+            found = layers.of_quantized(fn, inputs, weights, f"{path.name}:{name}")
+        finally:
+            shutil.rmtree(dump, ignore_errors=True)
+            if aside.exists():
+                aside.rename(dump)
+        (out / layers.FILE_NAME).write_text(found.dumps())
 
 
 def _user_frame(tb, model: Path) -> traceback.FrameSummary | None:

@@ -122,8 +122,14 @@ def _evaluate(m: TfliteModel, xs, weights, run=lambda layer: layer.run) -> dict:
                             f"{getattr(x, 'dtype', type(x).__name__)}{list(np.shape(x))}")
         env[spec.index] = x
     for layer in m.layers:
-        env[layer.output] = run(layer)(*[env[i] for i in layer.inputs], *[weights[n] for n in layer.weights])
+        with jax.named_scope(scope(layer)):  # in every HLO op_name of the layer: the profile's key
+            env[layer.output] = run(layer)(*[env[i] for i in layer.inputs], *[weights[n] for n in layer.weights])
     return env
+
+
+def scope(layer: Layer) -> str:
+    """The named scope the layer runs in (`layer<op index>.<OP>`), in the op_name of its HLO."""
+    return f"layer{layer.op}.{layer.name}"
 
 
 def build_layer(g: GraphRecord, op: OpRecord, weights: dict) -> Layer:

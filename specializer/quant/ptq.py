@@ -86,25 +86,38 @@ class QuantizedModel:
     signature order); `inputs`/`outputs` give the QParams to quantize inputs and dequantize
     outputs; `steps` lists each block with its static parameters."""
 
-    def __init__(self, name, input_names, inputs, outputs, steps, out_index, param_names):
+    def __init__(self, name, input_names, inputs, outputs, steps, out_index, param_names, step_qparams=(),
+                 graph: Graph | None = None):
         self.__name__ = self.__qualname__ = name
         self.inputs: dict[str, QParams] = dict(zip(input_names, inputs))
         self.outputs: tuple[QParams, ...] = tuple(outputs)
         self.steps: tuple[Step, ...] = tuple(steps)
+        self.step_qparams: tuple[QParams, ...] = tuple(step_qparams)  # each step's output quantization
+        self.graph = graph  # the float model's layers (the steps are its non-input layers, in order)
         self._out_index = out_index
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in list(input_names) + param_names])
 
     def __call__(self, *args, **kwargs):
+        vals = self.values(*args, **kwargs)
+        outs = tuple(vals[i] for i in self._out_index)
+        return outs[0] if len(outs) == 1 else outs
+
+    def values(self, *args, **kwargs) -> list:
+        """The inputs, then every step's output (each step inside its named scope, `scope(k)`)."""
         bound = self.__signature__.bind(*args, **kwargs).arguments
         vals = [bound[n] for n in self.inputs]
-        for s in self.steps:
+        for k, s in enumerate(self.steps):
             x = [vals[i] for i in s.ins]
             w = bound[s.weight] if s.weight else None
             b = bound[s.bias] if s.bias else None
-            vals.append(_run(s, x, w, b))
-        outs = tuple(vals[i] for i in self._out_index)
-        return outs[0] if len(outs) == 1 else outs
+            with jax.named_scope(self.scope(k)):
+                vals.append(_run(s, x, w, b))
+        return vals
+
+    def scope(self, k: int) -> str:
+        """The named scope step k runs in: in the op_name of every HLO instruction it becomes."""
+        return f"layer{k}.{self.steps[k].kind}"
 
     def run_float(self, params: dict, **float_inputs):
         """Quantize float inputs, run the int8 model, dequantize: the float view of it."""
@@ -232,7 +245,7 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
     by_out = {layer.out: i for i, layer in enumerate(g.layers)}
     out_index = [by_out[v] for v in g.outvars]
     model = QuantizedModel(name or f"{fn.__name__}_int8", input_names, qp[:len(input_names)],
-                           [qp[i] for i in out_index], steps, out_index, list(qparams))
+                           [qp[i] for i in out_index], steps, out_index, list(qparams), qp[len(input_names):], g)
     return model, qparams
 
 
