@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from specializer.cli import bundle, capture, compare, diffs, examples, opt, run
+from specializer.cli import bundle, capture, compare, diffs, examples, layers, opt, run
 from specializer.errors import UserError
 
 USAGE = """\
@@ -18,6 +18,8 @@ specialize run DIR/model.ll                build the lto variant, run it on QEMU
 specialize run FILE.ll --entry NAME        call NAME (no arguments) of any module on QEMU: its return
                                            value, instructions, est. cycles, flash, RAM and stack
 specialize capture FILE.py:FN -o DIR       capture a JAX function as DIR/model.ll + DIR/model.json
+specialize layers DIR/model.ll             per layer (.tflite, quantize()): shapes, MACs, bytes and est.
+                                           cycles in every variant; RAM beside TFLite Micro's arena
 specialize examples [NAME ...]             capture and run the bundled example models
 specialize diff BASE.json NEW.json         compare two reports (flash, RAM, instructions, est. cycles);
                                            --fail-on cycles:+2%,flash:+1% exits 1 on a regression
@@ -76,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
 # The one dispatch table: `specialize NAME ...` runs COMMANDS[NAME]; anything else is a comparison
 # (`specialize [--all-args] FILE.ll`). `specialize help NAME` prints that command's --help.
 COMMANDS = {"run": run.main, "capture": capture.main, "examples": examples.main, "diff": diffs.diff_main,
-            "diff-ir": diffs.diff_ir_main, "bundle": bundle.main, "opt": opt.main}
+            "diff-ir": diffs.diff_ir_main, "bundle": bundle.main, "opt": opt.main,
+            "layers": layers.main}
 HELP_ALIASES = {"specialize": compare.main, "compare": compare.main}
 
 

@@ -36,10 +36,11 @@ class Candidate:
 def build_and_measure(model: Model, variant: str, out_dir: Path, options: variants.Options, *,
                       context: BuildContext | None = None, method: str = "plugin", timeout: float = 120,
                       annotate=None, say=lambda text: None, note: str = "",
-                      function_profile: bool = True) -> Candidate:
+                      function_profile: bool = True, contexts: bool = False) -> Candidate:
     """Variant `variant` of `model` built with `options` into `out_dir`, then run and measured when
     the model has a manifest (its inputs); with `function_profile`, the cost per function is
-    written beside the build (profile.txt, profile.json: what the per-call choice reads)."""
+    written beside the build (profile.txt, profile.json: what the per-call choice reads);
+    `contexts`: the run's profile counts every block per context in the entry (qemu.run)."""
     say(f"building{note}")
     b = variants.build(model, variant, out_dir, options, annotate=annotate, context=context)
     s = options.specialize
@@ -54,7 +55,7 @@ def build_and_measure(model: Model, variant: str, out_dir: Path, options: varian
                          lib_flash=fp.lib_flash, lib_ram=fp.lib_ram)
         return Candidate(variant, s.unroll_threshold, only, b, row, None)
     say(f"running on QEMU{note}")
-    m = measure.measure(list(b.objects), model.manifest, b.dir, method=method, timeout=timeout)
+    m = measure.measure(list(b.objects), model.manifest, b.dir, method=method, timeout=timeout, contexts=contexts)
     if function_profile and m.result.profile is not None:
         profile.write(profile.function_profile(m.firmware.elf, m.result.profile), b.dir)
     r = m.row

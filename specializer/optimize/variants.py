@@ -220,16 +220,14 @@ def optimized(model: Model, variant: str, options: Options = Options(), annotate
               context: BuildContext | None = None) -> Optimized:
     """The optimized module of one of the linked variants (every variant but `separate`): its
     pipeline printed as text and what that text parses to run on the model.
-    `annotate(text) -> text` (lto and llvm-funcspec only) rewrites the linked module before the
-    steps after `link`: the profile's debug info (debuginfo.py)."""
+    `annotate(text) -> text` rewrites the linked module before the steps after `link`: the
+    profile's debug info (debuginfo.py)."""
     p = pipeline
     steps = p.parse(p.to_text(pipeline_for(variant, options)))
     s = BuildState.of_model(model, context or BuildContext.default())
     if annotate is None:
         p.run(steps, s)
     else:
-        if variant not in ("lto", "llvm-funcspec"):
-            raise UserError(f"the HLO profile is made of the lto and llvm-funcspec builds, not {variant}")
         cut = next(i for i, step in enumerate(steps) if isinstance(step, Link)) + 1
         p.run(steps[:cut], s)
         s.set_text(annotate(s.as_text()))
@@ -247,11 +245,10 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
     p = pipeline
     context = context or BuildContext.default()
     out_dir.mkdir(parents=True, exist_ok=True)
-    if annotate is not None and variant == "separate":
-        raise UserError("the HLO profile is made of the lto and llvm-funcspec builds, not separate")
-    if variant == "separate":
+    if variant == "separate":  # annotate: the model module alone (the library has no debug info)
         steps = p.parse(p.to_text(pipeline_for(variant, options)))
-        mod = p.run(steps, BuildState(model.path.name, str(model.path), model.text)).as_module()
+        text = model.text if annotate is None else annotate(model.text)
+        mod = p.run(steps, BuildState(model.path.name, str(model.path), text)).as_module()
         _write_ir(out_dir / "optimized.ll", str(mod))
         _write(out_dir / "pipeline.txt", p.to_text(steps) + "\n")
         objs = (_emit(mod, out_dir / "model.o", data_sections), _library_object(out_dir / "libjit.o", context))

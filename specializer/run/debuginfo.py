@@ -61,7 +61,8 @@ def sites(text: str, model_functions: list[str], entry: str,
           calls: tuple[tuple[str, str], ...]) -> tuple[list[Site], dict[str, int], dict[int, int]]:
     """(sites, line of each model function, line of each call line of the entry by line index).
 
-    `calls`: (callee, HLO instruction) per call of the entry in text order (hlo.json); a call
+    `calls`: (callee, HLO instruction) per call of the entry in text order (hlo.json): matched
+    one for one when the entry makes exactly that many calls, else by callee in order; a call
     the list does not name (or a model captured without it) still gets a site, without HLO."""
     lines = text.split("\n")
     bodies = irtext.function_spans(lines)
@@ -72,9 +73,15 @@ def sites(text: str, model_functions: list[str], entry: str,
     call_line: dict[int, int] = {}
     pending = list(calls)
     if entry in bodies:
-        for i, callee in _calls_of(lines, *bodies[entry]):
+        made = _calls_of(lines, *bodies[entry])
+        # as many calls as hlo.json names: one for one, in order, whatever their callees are now
+        # called (all-args' relayout, before link, calls arm_convolve_s8's replacement)
+        in_order = len(made) == len(calls)
+        for n, (i, callee) in enumerate(made):
             hlo = ""
-            if pending and pending[0][0] == callee:
+            if in_order:
+                hlo = calls[n][1]
+            elif pending and pending[0][0] == callee:
                 hlo = pending.pop(0)[1]
             if callee in model:
                 if callee not in of_fn:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specializer.run import cycles, firmware, qemu
+from specializer.run import cycles, firmware, qemu, symbols
 from specializer.errors import UserError
 from specializer.capture.manifest import Manifest, np_dtype
 
@@ -141,13 +141,17 @@ def roots(manifest: Manifest) -> list[str]:
 
 
 def measure(objects: Path | list[Path], manifest: Manifest, workdir: Path, method: str = "plugin",
-            timeout: float = 120) -> Measured:
+            timeout: float = 120, contexts: bool = False) -> Measured:
     """Link the model object(s) with the harness, run on QEMU, check against the reference, count;
     the model's flash and static RAM from the model linked alone (firmware.footprint). The
-    manifest's other vectors run on the same objects (icount: outputs only) and must pass too."""
+    manifest's other vectors run on the same objects (icount: outputs only) and must pass too.
+    `contexts`: the profile also counts every block per context in the entry (qemu.run's ctx)."""
     fw = firmware.build(objects, manifest, workdir)
     fp = firmware.footprint(objects, roots(manifest), workdir)
-    result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout)
+    ctx = None
+    if contexts and method == "plugin":
+        ctx = next((a, a + n) for a, n, name in symbols.functions(fw.elf) if name == manifest.entry)
+    result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout, ctx=ctx)
     max_abs, max_rel, ok = check(result, manifest)
     for k in range(len(manifest.vectors)):  # the same objects, another input: outputs only
         vec, where = manifest.at(k), workdir / f"vector{k + 1}"

@@ -17,6 +17,7 @@ deterministic and a plugin run reports the counter too.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import signal
@@ -74,10 +75,23 @@ class Block:
 
 
 @dataclass(frozen=True)
+class InContext:
+    """Executions of one block in one context (run with `ctx`): the last block run inside the
+    measured function's code before it, e.g. the block whose call led to it."""
+    ctx: int  # the context block's address (0: none yet)
+    ctx_insns: int  # its number of instructions
+    addr: int  # the block's address
+    ninsns: int
+    execs: int
+    taken: int
+
+
+@dataclass(frozen=True)
 class Profile:
     insns: int
     taken: int
     blocks: tuple[Block, ...]
+    contexts: tuple[InContext, ...] = ()  # per context (run with `ctx`), else empty
 
 
 @dataclass(frozen=True)
@@ -139,13 +153,14 @@ def _glib_cflags(header: Path) -> list[str]:
 
 
 def ensure_plugin() -> Path:
-    """Path of the built insn_profile plugin; (re)builds it when missing or stale."""
-    so = plugin_dir() / "libinsn_profile.so"
+    """Path of the built insn_profile plugin; built when missing. Its name carries a digest of
+    the source and the header, so checkouts with different plugin sources sharing one build
+    directory each get their own."""
     header = fetch_header()
+    digest = hashlib.sha256(PLUGIN_SOURCE.read_bytes() + header.read_bytes()).hexdigest()[:12]
+    so = plugin_dir() / f"libinsn_profile.{digest}.so"
     if so.is_file():
-        built = so.stat().st_mtime
-        if built >= PLUGIN_SOURCE.stat().st_mtime and built >= header.stat().st_mtime:
-            return so
+        return so
     cc = find_tool("cc")
     cmd = [cc, "-shared", "-fPIC", "-O2", "-Wall", f"-I{header.parent}", *_glib_cflags(header)]
     so.parent.mkdir(parents=True, exist_ok=True)
@@ -175,6 +190,7 @@ def parse_profile(text: str) -> Profile:
     """Parse the plugin's output (see insn_profile.c for the format)."""
     insns = taken = None
     blocks: list[Block] = []
+    contexts: list[InContext] = []
     cur: tuple[int, int, int, int] | None = None  # addr, ninsns, execs, taken
     cur_insns: list[Insn] = []
 
@@ -197,6 +213,9 @@ def parse_profile(text: str) -> Profile:
             a, n, e, t = rest.split()
             cur = (int(a, 16), int(n), int(e), int(t))
             cur_insns = []
+        elif kind == "c":
+            ca, cn, a, n, e, t = rest.split()
+            contexts.append(InContext(int(ca, 16), int(cn), int(a, 16), int(n), int(e), int(t)))
         elif kind == "insns":
             insns = int(rest)
         elif kind == "taken":
@@ -206,7 +225,7 @@ def parse_profile(text: str) -> Profile:
     close()
     if insns is None or taken is None:
         raise ValueError("profile: missing 'insns'/'taken' header")
-    return Profile(insns=insns, taken=taken, blocks=tuple(blocks))
+    return Profile(insns=insns, taken=taken, blocks=tuple(blocks), contexts=tuple(contexts))
 
 
 def counter_to_insns(ticks: int, calib_ticks: int) -> int:
@@ -270,12 +289,15 @@ def run(
     stop: int,
     method: str = "plugin",
     timeout: float = 60,
+    ctx: tuple[int, int] | None = None,
 ) -> RunResult:
     """Run `elf` on mps2-an386 and count the instructions between `start` and `stop`.
 
     start/stop: addresses of the first instructions of the translation blocks that
     switch counting on (counted) and off (not counted), e.g. the measured function
     and the return address of its call.  Bit 0 (Thumb) is ignored.
+    ctx: (lo, hi), the measured function's code: the profile also counts every block per
+    context (Profile.contexts; see insn_profile.c).
     """
     elf = Path(elf)
     if not elf.is_file():
@@ -290,6 +312,8 @@ def run(
         plugin_args = None
         if method == "plugin":
             plugin_args = f"{ensure_plugin()},start=0x{start:x},stop=0x{stop:x},out={out}"
+            if ctx is not None:
+                plugin_args += f",ctx=0x{ctx[0] & ~1:x}-0x{ctx[1] & ~1:x}"
         cmd = qemu_command(elf, plugin_args)
         proc = subprocess.Popen(
             cmd,

@@ -3,7 +3,7 @@
  * guest instructions executed between two addresses and profiles the
  * translation blocks (TBs) run in between.
  *
- *   -plugin libinsn_profile.so,start=0xADDR,stop=0xADDR,out=PATH
+ *   -plugin libinsn_profile.so,start=0xADDR,stop=0xADDR,out=PATH[,ctx=0xLO-0xHI]
  *
  * Counting is off at first.  It turns on when a TB whose first instruction is
  * at `start` begins executing (that TB is counted) and off when a TB whose
@@ -32,6 +32,15 @@
  *   tb <vaddr hex> <ninsns> <execs> <taken>
  *   i <vaddr hex> <size> <disassembly>
  *   ...
+ *
+ * With ctx=0xLO-0xHI (the measured function's code), every execution is also
+ * counted per *context*: the last TB run that lies in [LO, HI).  Code outside
+ * the range (a function the measured one called, and what that called) runs in
+ * the context of the TB whose last instruction made the call, so one library
+ * function called from several places of the measured function is counted per
+ * place.  Extra lines, after the TBs (pairs with execs > 0, sorted):
+ *
+ *   c <context TB vaddr> <context ninsns> <TB vaddr> <TB ninsns> <execs> <taken>
  *
  * Single vCPU is assumed (mps2-an386 has one); translation is locked anyway.
  * No glib: the header does not need it, and a small open-addressing table
@@ -62,7 +71,17 @@ typedef struct {
     uint64_t execs;   /* executions while counting */
     uint64_t taken;   /* times its last instruction branched away */
     InsnRec *insns;
+    struct PairRec *last_pair;   /* ctx: the pair of the last context it ran in */
 } TbRec;
+
+/* ctx: executions of a TB in one context */
+typedef struct PairRec {
+    TbRec *ctx;
+    TbRec *tb;
+    uint64_t execs;
+    uint64_t taken;
+    struct PairRec *next;        /* all pairs, a list */
+} PairRec;
 
 /* open-addressing hash table of TbRec pointers (records never move) */
 static TbRec **table;
@@ -75,6 +94,12 @@ static char *out_path;
 
 static bool counting;
 static TbRec *prev_tb;        /* previously executed TB while counting */
+static bool have_ctx;
+static uint64_t ctx_lo, ctx_hi;
+static TbRec *cur_ctx;        /* ctx: the last TB run inside [ctx_lo, ctx_hi) */
+static PairRec *prev_pair;    /* ctx: the pair prev_tb was counted in */
+static PairRec *pairs;
+static size_t n_pairs;
 static uint64_t total_insns;
 static uint64_t total_taken;
 
@@ -131,6 +156,62 @@ static TbRec *table_find(uint64_t vaddr, size_t n)
     return NULL;
 }
 
+/* open-addressing table of PairRec pointers keyed by (context, TB) */
+static PairRec **pair_table;
+static size_t pair_cap;
+
+static inline size_t pair_hash(const TbRec *ctx, const TbRec *tb)
+{
+    uint64_t h = (uint64_t)(uintptr_t)ctx * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)tb * 0xC2B2AE3D27D4EB4Full;
+    h ^= h >> 29;
+    return (size_t)h;
+}
+
+static void pair_put(PairRec *p)
+{
+    size_t mask = pair_cap - 1, i = pair_hash(p->ctx, p->tb) & mask;
+    while (pair_table[i] != NULL) {
+        i = (i + 1) & mask;
+    }
+    pair_table[i] = p;
+}
+
+static PairRec *pair_get(TbRec *ctx, TbRec *tb)
+{
+    if (pair_cap) {
+        size_t mask = pair_cap - 1, i = pair_hash(ctx, tb) & mask;
+        for (; pair_table[i] != NULL; i = (i + 1) & mask) {
+            if (pair_table[i]->ctx == ctx && pair_table[i]->tb == tb) {
+                return pair_table[i];
+            }
+        }
+    }
+    if ((n_pairs + 1) * 2 > pair_cap) {
+        pair_cap = pair_cap ? pair_cap * 2 : 4096;
+        free(pair_table);
+        pair_table = calloc(pair_cap, sizeof(*pair_table));
+        if (pair_table == NULL) {
+            fprintf(stderr, "insn_profile: out of memory\n");
+            abort();
+        }
+        for (PairRec *q = pairs; q != NULL; q = q->next) {
+            pair_put(q);
+        }
+    }
+    PairRec *p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        fprintf(stderr, "insn_profile: out of memory\n");
+        abort();
+    }
+    p->ctx = ctx;
+    p->tb = tb;
+    p->next = pairs;
+    pairs = p;
+    n_pairs++;
+    pair_put(p);
+    return p;
+}
+
 static void tb_exec(unsigned int vcpu_index, void *userdata)
 {
     TbRec *tb = userdata;
@@ -142,22 +223,43 @@ static void tb_exec(unsigned int vcpu_index, void *userdata)
         }
         counting = true;
         prev_tb = NULL;
+        prev_pair = NULL;
+        cur_ctx = NULL;
     } else if (tb->vaddr == stop_addr) {
         if (prev_tb != NULL && prev_tb->end != tb->vaddr) {
             prev_tb->taken++;
             total_taken++;
+            if (prev_pair != NULL) {
+                prev_pair->taken++;
+            }
         }
         counting = false;
         prev_tb = NULL;
+        prev_pair = NULL;
         return;
     }
     if (prev_tb != NULL && prev_tb->end != tb->vaddr) {
         prev_tb->taken++;
         total_taken++;
+        if (prev_pair != NULL) {
+            prev_pair->taken++;
+        }
     }
     tb->execs++;
     total_insns += tb->ninsns;
     prev_tb = tb;
+    if (have_ctx) {
+        if (tb->vaddr >= ctx_lo && tb->vaddr < ctx_hi) {
+            cur_ctx = tb;
+        }
+        PairRec *p = tb->last_pair;
+        if (p == NULL || p->ctx != cur_ctx) {   /* the TB changed context: the pair table */
+            p = pair_get(cur_ctx, tb);
+            tb->last_pair = p;
+        }
+        p->execs++;
+        prev_pair = p;
+    }
 }
 
 /* the true size of a Thumb instruction (see the header comment) */
@@ -238,6 +340,27 @@ static int cmp_tb(const void *a, const void *b)
     return 0;
 }
 
+static int cmp_pair(const void *a, const void *b)
+{
+    const PairRec *x = *(PairRec *const *)a;
+    const PairRec *y = *(PairRec *const *)b;
+    uint64_t xa = x->ctx ? x->ctx->vaddr : 0, ya = y->ctx ? y->ctx->vaddr : 0;
+    size_t xn = x->ctx ? x->ctx->ninsns : 0, yn = y->ctx ? y->ctx->ninsns : 0;
+    if (xa != ya) {
+        return xa < ya ? -1 : 1;
+    }
+    if (xn != yn) {
+        return xn < yn ? -1 : 1;
+    }
+    if (x->tb->vaddr != y->tb->vaddr) {
+        return x->tb->vaddr < y->tb->vaddr ? -1 : 1;
+    }
+    if (x->tb->ninsns != y->tb->ninsns) {
+        return x->tb->ninsns < y->tb->ninsns ? -1 : 1;
+    }
+    return 0;
+}
+
 static void write_profile(qemu_plugin_id_t id, void *userdata)
 {
     (void)id;
@@ -279,6 +402,26 @@ static void write_profile(qemu_plugin_id_t id, void *userdata)
                 fprintf(f, "i 0x%" PRIx64 " %" PRIu32 " %s\n",
                         r->insns[i].vaddr, r->insns[i].size, r->insns[i].disas);
             }
+        }
+        if (have_ctx) {
+            PairRec **plist = malloc((n_pairs ? n_pairs : 1) * sizeof(*plist));
+            if (plist == NULL) {
+                abort();
+            }
+            size_t m = 0;
+            for (PairRec *p = pairs; p != NULL; p = p->next) {
+                if (p->execs > 0) {
+                    plist[m++] = p;
+                }
+            }
+            qsort(plist, m, sizeof(*plist), cmp_pair);
+            for (size_t k = 0; k < m; k++) {
+                PairRec *p = plist[k];
+                fprintf(f, "c 0x%" PRIx64 " %zu 0x%" PRIx64 " %zu %" PRIu64 " %" PRIu64 "\n",
+                        p->ctx ? p->ctx->vaddr : 0, p->ctx ? p->ctx->ninsns : 0,
+                        p->tb->vaddr, p->tb->ninsns, p->execs, p->taken);
+            }
+            free(plist);
         }
         if (fclose(f) != 0 || rename(tmp, out_path) != 0) {
             fprintf(stderr, "insn_profile: cannot write %s\n", out_path);
@@ -324,6 +467,21 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
             have_start = parse_addr(val, &start_addr);
         } else if (klen == 4 && strncmp(arg, "stop", 4) == 0) {
             have_stop = parse_addr(val, &stop_addr);
+        } else if (klen == 3 && strncmp(arg, "ctx", 3) == 0) {
+            const char *dash = strchr(val, '-');
+            char lo[32];
+            size_t llen = dash ? (size_t)(dash - val) : 0;
+            if (dash == NULL || llen == 0 || llen >= sizeof(lo)) {
+                fprintf(stderr, "insn_profile: bad ctx '%s' (ctx=0xLO-0xHI)\n", val);
+                return -1;
+            }
+            memcpy(lo, val, llen);
+            lo[llen] = '\0';
+            if (!parse_addr(lo, &ctx_lo) || !parse_addr(dash + 1, &ctx_hi) || ctx_hi <= ctx_lo) {
+                fprintf(stderr, "insn_profile: bad ctx '%s' (ctx=0xLO-0xHI)\n", val);
+                return -1;
+            }
+            have_ctx = true;
         } else if (klen == 3 && strncmp(arg, "out", 3) == 0) {
             free(out_path);
             out_path = strdup(val);
