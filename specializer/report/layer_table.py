@@ -50,17 +50,21 @@ def layer_rows(report) -> str:
     return github_table(body, headers, ("right", "left", "left", "left") + ("right",) * (len(headers) - 4))
 
 
+_SHORT = {"DEPTHWISE_CONV_2D": "DEPTHWISE", "FULLY_CONNECTED": "FC", "AVERAGE_POOL_2D": "AVG_POOL",
+          "MAX_POOL_2D": "MAX_POOL"}
+
+
 def cycle_rows(report) -> str:
     vs = report.variants
     b = best(report)
-    headers = ["#", "op"] + [v.variant for v in vs] + ([f"{b.variant} c/MAC", "%"] if b else [])
+    headers = ["#", "op"] + [v.variant for v in vs] + (["c/MAC", "%"] if b else [])
     keys = [layer.index for layer in report.layers.layers] + [OTHER]
     ops = {layer.index: layer.op for layer in report.layers.layers} | {OTHER: "other"}
     macs = {layer.index: layer.macs for layer in report.layers.layers}
     total_b = sum(b.cycles.values()) if b else 0
     body = []
     for k in keys:
-        row = ["" if k == OTHER else str(k), _cut(ops[k], 17)]
+        row = ["" if k == OTHER else str(k), _SHORT.get(ops[k], _cut(ops[k], 12))]
         row += [f"{v.cycles.get(k, 0):,}" if v.cycles else "n/a" for v in vs]
         if b:
             c = b.cycles.get(k, 0)
@@ -91,12 +95,14 @@ def ram_rows(report) -> str:
     arena = report.layers.tflite_micro_arena
     if arena is not None:
         text += (f"\nTFLite Micro's arena for the same file: {arena:,} bytes (its allocation report on the host:\n"
-                 "activations, input and output tensors and its own structures; its stack and static data not in it)")
+                 "activations, input and output tensors, its own structures; not its stack or static data)")
     return text
 
 
 def table(report) -> str:
-    parts = [layer_rows(report), "", "est. cycles per layer", cycle_rows(report)]
+    b = best(report)
+    title = "est. cycles per layer" + (f" (c/MAC and %: {b.variant}, the fewest est. cycles)" if b else "")
+    parts = [layer_rows(report), "", title, cycle_rows(report)]
     why = [f"{v.variant}: per-layer figures not given: {v.why_not}" for v in report.variants if v.why_not]
     shared = sorted({k for v in report.variants for k in v.shared_sites})
     if shared:
