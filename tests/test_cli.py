@@ -28,7 +28,7 @@ def test_help_of_unknown_command_is_one_line():
     r = run_cli("help", "frobnicate")
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        "specialize: error: help: no command 'frobnicate' (have: run, capture, examples, diff, diff-ir, bundle, opt, specialize)"]
+        "specialize: error: help: no command 'frobnicate' (have: run, capture, examples, diff, diff-ir, bundle, opt, layers, specialize)"]
 
 
 def test_progress_on_stderr_and_quiet(captured, tmp_path):
