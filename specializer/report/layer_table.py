@@ -72,7 +72,8 @@ def cycle_rows(report) -> str:
         body.append(row)
     total = ["", "total"] + [f"{v.row.cycles:,}" if v.row.cycles is not None else "n/a" for v in vs]
     if b:
-        total += [f"{total_b / report.macs:.2f}" if report.macs else "-", "100.0"]
+        n = sum(layer.macs for layer in report.layers.layers)  # report.macs misses convs left to XLA
+        total += [f"{total_b / n:.2f}" if n else "-", "100.0"]
     body.append(total)
     return github_table(body, headers, ("right", "left") + ("right",) * (len(headers) - 2))
 
