@@ -454,9 +454,10 @@ def _param_alloc(exe: xe.Executable, number: int) -> int:
 
 def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = False,
             timeout: float = DEFAULT_TIMEOUT, example: Path | None = None) -> Captured:
-    """`source` a model file (FILE.py with `function`, or a .tflite file, whose function is the
-    reader's and whose reference outputs are TFLite Micro's); `example` a .npy input for a .tflite
-    model (else the reader's example input)."""
+    """`source` a model file (FILE.py with `function`, or a .tflite or .onnx file, whose function
+    is the reader's and whose reference outputs are its format's reference interpreter's: TFLite
+    Micro's, onnx.reference's); `example` a .npy input for such a model (else the reader's
+    example input)."""
     source = Path(source).resolve()
     if not source.is_file():
         raise UserError(f"{source}: no such file")
@@ -466,8 +467,8 @@ def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = F
         function = model.name
         xs = imported.example_inputs(model, example)
     elif example is not None:
-        raise UserError(f"--input {example}: for a .tflite model; a JAX function's example inputs are "
-                        "its own (fn.example_inputs)")
+        raise UserError(f"--input {example}: for a .tflite model or an .onnx model; a JAX function's example "
+                        "inputs are its own (fn.example_inputs)")
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="specializer-capture-") as tmp:
         work = Path(tmp) / "work"
@@ -488,7 +489,8 @@ def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = F
             text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots, source=source)
             log = [f"kept XLA's code for every int8 block: {e}"] + log
     if model is not None:  # the reference outputs are the format's own interpreter's
-        manifest = imported.with_oracle(model, manifest)
+        manifest, checked = imported.with_oracle(model, manifest)
+        log = log + checked
     try:
         manifest_text = manifest.dumps()  # before anything is written: both files or neither
     except (TypeError, ValueError) as e:

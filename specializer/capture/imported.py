@@ -1,29 +1,31 @@
-"""A model from another format (.tflite) in capture: read in the parent, called in the worker,
-and checked against its own format's reference interpreter, which gives model.json's outputs.
+"""A model from another format (.tflite, .onnx) in capture: read in the parent, called in the
+worker, and checked against its own format's reference interpreter, which gives model.json's
+outputs. The format is chosen by the file's suffix (FORMATS: reader, oracle, version).
 
     model = read(path)                      # parent: an unsupported op is the reader's one line,
                                             # before the worker starts or anything is written
     xs = example_inputs(model, npy)         # --input FILE.npy, checked against the model's input
-    fn = worker_function(path, inputs_npz)  # worker: read_tflite(path).fn on those inputs
-    manifest = with_oracle(model, manifest) # TFLite Micro's outputs, once JAX's equal them
+    fn = worker_function(path, inputs_npz)  # worker: read(path).fn on those inputs
+    manifest = with_oracle(model, manifest) # the oracle's outputs, once JAX's equal them
 
-The oracle is TFLite Micro's interpreter (the `tflite-micro` package: its reference kernels,
-built for the host), not our own JAX blocks: QEMU's outputs are then checked against TFLite's
-kernels in every variant, and a block written from CMSIS-NN's documentation that drifts from
-what TFLite computes is refused at capture, not reported as a pass.
+The oracle is the format's own reference interpreter, not our own JAX blocks: TFLite Micro's
+(the `tflite-micro` package: its reference kernels, built for the host) for .tflite,
+onnx.reference's ReferenceEvaluator for .onnx. QEMU's outputs are then checked against it in
+every variant, and a block written from CMSIS-NN's documentation that drifts from what the
+format computes is refused at capture, not reported as a pass.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from specializer.capture.manifest import Manifest, flat
 from specializer.errors import UserError
 
-SUFFIXES = (".tflite",)
 # host memory for TFLite Micro's arena: the largest MLPerf Tiny model needs about 0.5 MB; its own
 # default (10x the file) is too small for a small model with large activations
 ARENA_BYTES = 16 << 20
@@ -31,14 +33,93 @@ ARENA_BYTES = 16 << 20
 FLOAT_RTOL = 1e-4
 
 
-def is_model_file(path: Path) -> bool:
-    return Path(path).suffix.lower() in SUFFIXES
-
-
-def read(path: Path):
+def read_tflite(path: Path):
     from specializer.importers.tflite import read_tflite
 
     return read_tflite(path)
+
+
+def read_onnx(path: Path):
+    from specializer.importers.onnx_model import read_onnx
+
+    return read_onnx(path)
+
+
+def run_onnx_reference(model, xs) -> list[np.ndarray]:
+    """onnx.reference's (ReferenceEvaluator's) outputs for inputs xs."""
+    from specializer.importers.onnx_model import reference_outputs
+
+    return reference_outputs(model.path, xs)
+
+
+def _tflite_version() -> tuple[str, str]:
+    import tflite_micro
+
+    return "tflite_micro", getattr(tflite_micro, "__version__", "?")
+
+
+def _onnx_version() -> tuple[str, str]:
+    import onnx
+
+    return "onnx", onnx.__version__
+
+
+@dataclass(frozen=True)
+class Format:
+    reader: Callable          # path -> model (graph_model.ImportedModel)
+    oracle: str               # the reference interpreter, as messages name it
+    run: str                  # the name of this module's function running it: (model, xs) -> outputs
+    version: Callable         # () -> (model.json's versions key, version)
+    # for a model of int8 blocks whose oracle rounds otherwise (ONNX QDQ): the name of this
+    # module's function (model, xs, outputs) -> (log lines); model.json then keeps JAX's outputs
+    int8_rule: str | None = None
+
+
+FORMATS = {
+    ".tflite": Format(read_tflite, "TFLite Micro", "run_tflite_micro", _tflite_version),
+    ".onnx": Format(read_onnx, "onnx.reference", "run_onnx_reference", _onnx_version, "onnx_qdq_rule"),
+}
+
+# The QDQ rule (docs/int8.md, "ONNX QDQ models"): every int8 layer, run on onnx.reference's own
+# input tensors, gives onnx.reference's int8 output or one off (CMSIS-NN's fixed-point
+# requantization and its pools' rounding against onnx.reference's float32 and half to even)
+QDQ_LAYER_TOLERANCE = 1
+
+
+def onnx_qdq_rule(model, xs, got: list[np.ndarray], want: list[np.ndarray]) -> list[str]:
+    """The QDQ rule checked (UserError naming the first layer that breaks it); capture.log's lines:
+    each layer's differences, and the outputs' against onnx.reference's."""
+    from specializer.importers.onnx_model import layerwise
+
+    lines = []
+    for name, n, size, largest in layerwise(model, xs):
+        if largest > QDQ_LAYER_TOLERANCE:
+            raise UserError(f"capture of {model.path.name}: int8 layer {name} differs from onnx.reference's by "
+                            f"{largest} at {n} of {size} values on onnx.reference's own inputs (the QDQ rule "
+                            f"allows {QDQ_LAYER_TOLERANCE})")
+        lines.append(f"onnx.reference, layer by layer: {name}: {n} of {size} int8 values differ by 1")
+    for spec, g, w in zip(model.outputs, got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        if spec.quant is not None and g.dtype.kind == "f":  # a dequantized output: in int8 steps
+            d = np.abs(g.astype(np.float64) - w.astype(np.float64)) / spec.quant.scale
+        else:
+            d = np.abs(g.astype(np.float64) - w.astype(np.float64))
+        lines.append(f"onnx.reference, end to end: output '{spec.name}': {int((d > 0.5).sum())} of {d.size} values "
+                     f"differ, by at most {int(np.rint(d.max(initial=0)))} int8 steps; model.json keeps JAX's "
+                     "(CMSIS-NN's integer arithmetic: the QDQ rule)")
+    return lines
+
+
+def format_of(path: Path) -> Format | None:
+    return FORMATS.get(Path(path).suffix.lower())
+
+
+def is_model_file(path: Path) -> bool:
+    return format_of(path) is not None
+
+
+def read(path: Path):
+    return format_of(path).reader(path)
 
 
 def example_inputs(model, npy: Path | None) -> tuple[np.ndarray, ...]:
@@ -93,36 +174,44 @@ def run_tflite_micro(model, xs) -> list[np.ndarray]:
     return [np.asarray(it.get_output(i)) for i in range(len(model.outputs))]
 
 
-def difference(name: str, got: np.ndarray, want: np.ndarray) -> str | None:
-    """None when JAX's output `got` is TFLite Micro's `want` (int8: equal; float: within
-    FLOAT_RTOL of the output's largest magnitude), else what differs, in a phrase."""
+def difference(name: str, got: np.ndarray, want: np.ndarray, oracle: str = "TFLite Micro",
+               exact: bool = False) -> str | None:
+    """None when JAX's output `got` is the oracle's `want` (int8, or `exact`: equal; float:
+    within FLOAT_RTOL of the output's largest magnitude), else what differs, in a phrase."""
     if got.shape != want.shape or got.dtype != want.dtype:
-        return f"{name} is {got.dtype}{list(got.shape)} in JAX, {want.dtype}{list(want.shape)} in TFLite Micro"
-    if want.dtype.kind == "f":
+        return f"{name} is {got.dtype}{list(got.shape)} in JAX, {want.dtype}{list(want.shape)} in {oracle}"
+    if want.dtype.kind == "f" and not exact:
         tol = FLOAT_RTOL * max(float(np.abs(want).max(initial=0.0)), np.finfo(np.float32).tiny)
         off = ~np.isclose(got, want, rtol=FLOAT_RTOL, atol=tol, equal_nan=True)
     else:
-        off = got != want
+        off = ~((got == want) | (np.isnan(got) & np.isnan(want))) if want.dtype.kind == "f" else got != want
     if not off.any():
         return None
     diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
     at = np.unravel_index(int(np.argmax(np.where(off, diff, -1))), got.shape)
-    return (f"{name} differs from TFLite Micro's at {int(off.sum())} of {off.size} values (largest at "
-            f"{tuple(int(i) for i in at)}: JAX {got[at]}, TFLite Micro {want[at]}, difference {diff[at]:g})")
+    return (f"{name} differs from {oracle}'s at {int(off.sum())} of {off.size} values (largest at "
+            f"{tuple(int(i) for i in at)}: JAX {got[at]}, {oracle} {want[at]}, difference {diff[at]:g})")
 
 
-def with_oracle(model, manifest: Manifest) -> Manifest:
-    """`manifest` with TFLite Micro's outputs as the reference, once JAX's run (the outputs
-    capture wrote) equals them; UserError naming the first output that does not."""
-    import tflite_micro
-
+def with_oracle(model, manifest: Manifest) -> tuple[Manifest, list[str]]:
+    """`manifest` with the oracle's outputs as the reference, once JAX's run (the outputs
+    capture wrote) equals them; UserError naming the first output that does not. A float output
+    dequantized from int8 must be equal too. A model of int8 blocks whose format has an int8
+    rule (ONNX QDQ) is checked by that rule instead and keeps JAX's outputs. Also capture.log's
+    lines."""
+    fmt = format_of(model.path)
     xs = [t.array() for t in manifest.inputs]
-    want = run_tflite_micro(model, xs)
+    want = globals()[fmt.run](model, xs)
+    key, version = fmt.version()
+    versions = {**manifest.versions, key: version}
+    if fmt.int8_rule is not None and any(layer.block is not None for layer in model.layers):
+        lines = globals()[fmt.int8_rule](model, xs, [t.array() for t in manifest.outputs], want)
+        return replace(manifest, versions={**versions, "reference": "jax (int8 blocks; " + fmt.oracle +
+                                           " checked by the QDQ rule)"}), lines
     outputs = []
-    for t, w in zip(manifest.outputs, want):
-        why = difference(t.name, t.array(), w)
+    for t, spec, w in zip(manifest.outputs, model.outputs, want):
+        why = difference(t.name, t.array(), np.asarray(w), fmt.oracle, exact=spec.quant is not None)
         if why is not None:
             raise UserError(f"capture of {model.path.name}: JAX's output {why}")
         outputs.append(replace(t, data=flat(w)))
-    versions = {**manifest.versions, "tflite_micro": getattr(tflite_micro, "__version__", "?")}
-    return replace(manifest, outputs=tuple(outputs), versions=versions)
+    return replace(manifest, outputs=tuple(outputs), versions=versions), []
