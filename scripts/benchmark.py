@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: every bundled example, captured and built five ways, run and measured on QEMU.
 
-    .venv/bin/python scripts/benchmark.py [NAME ...] [-o out/benchmark] [--reports reports]
+    .venv/bin/python scripts/benchmark.py [NAME | FILE.tflite ...] [-o out/benchmark] [--reports reports]
 
 For each model in specializer.driver.examples.EXAMPLES (whatever it holds when this runs): capture,
 build the variants separate / lto / llvm-funcspec / dims / all-args, run each on QEMU (checked against JAX),
@@ -10,6 +10,12 @@ flash, RAM and cycle ratios to `separate` and `lto`. Writes reports/variants.md 
 reports/variants.json (no paths or times inside: CI diffs them) and the plots they link,
 reports/plots/*.png (specializer/report/plots.py: byte-identical when the numbers are). Exit status 1
 if any model fails to build or any variant's output does not match JAX.
+
+Model files (.tflite) are captured with TFLite Micro as the oracle on --examples inputs and
+reported apart, in reports/imported.md and .json: the MLPerf Tiny reference models beside the
+published Cortex-M4 results (specializer/report/published.py), RAM beside TFLite Micro's arena.
+Without NAMEs: every example, and the MLPerf Tiny int8 models when ../shared/models/mlperf_tiny
+(beside the checkout) holds them.
 """
 
 from __future__ import annotations
@@ -26,19 +32,25 @@ import llvmlite.binding as llvm
 
 from specializer import inputs
 
-from specializer.report import plots, tables as report
+from specializer.report import plots, published, tables as report
 
 from specializer.optimize import variants
+from specializer.capture import imported
 from specializer.capture.capture import capture
 from specializer.driver.compare import compare
 from specializer.errors import UserError
 from specializer.driver.examples import EXAMPLES, example_path
 from specializer.tools import repo_root
 
+MLPERF = repo_root().parent / "shared" / "models" / "mlperf_tiny"
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("names", nargs="*", help=f"models to run (default: all of {', '.join(EXAMPLES)})")
+    p.add_argument("names", nargs="*", help=f"models to run: examples by name, or .tflite files (default: all "
+                   f"of {', '.join(EXAMPLES)}, and the MLPerf Tiny int8 models when {MLPERF} exists)")
+    p.add_argument("--examples", type=int, default=20, metavar="N",
+                   help="a model file's inputs checked in every variant (the first measured; default 20)")
     p.add_argument("-o", "--output", default=str(repo_root() / "out" / "benchmark"), metavar="DIR",
                    help="captures and builds go to DIR/<model>/ (default out/benchmark)")
     p.add_argument("--reports", default=str(repo_root() / "reports"), metavar="DIR",
@@ -52,9 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pre-unroll", action="store_true")
     a = p.parse_args(argv)
     names = a.names or list(EXAMPLES)
+    files = [Path(n) for n in names if imported.is_model_file(Path(n))]
+    names = [n for n in names if not imported.is_model_file(Path(n))]
     unknown = [n for n in names if n not in EXAMPLES]
     if unknown:
         p.error(f"no example named '{unknown[0]}' (have: {', '.join(EXAMPLES)})")
+    if not a.names:
+        if MLPERF.is_dir():
+            files = [MLPERF / f for f in published.FILES if (MLPERF / f).is_file()]
+        else:
+            print(f"skipped the MLPerf Tiny models: {MLPERF} is absent", flush=True)
     threshold, candidates = a.unroll_threshold
     options = variants.Options.of(max_growth=a.max_growth, unroll_threshold=threshold, unroll_candidates=candidates,
                                   rounds=a.rounds, pre_unroll=a.pre_unroll)
@@ -63,17 +82,24 @@ def main(argv: list[str] | None = None) -> int:
     comparisons: list[report.Comparison] = []
     failed: dict[str, str] = {}
     for name in names:
-        start = time.monotonic()
-        try:
-            c = capture(example_path(name), name, out / name)
-            comp = compare(inputs.load(c.model_ll), out / name / "variants", options, variants.VARIANTS)
-        except UserError as e:
-            failed[name] = str(e)
-            print(f"### {name}\n\nerror: {e}\n", flush=True)
-            continue
-        comparisons.append(comp)
-        print(report.table(comp), flush=True)
-        print(f"({name}: {time.monotonic() - start:.0f} s)\n", flush=True)
+        comp = _run(name, lambda d: capture(example_path(name), name, d), out, options, failed)
+        if comp is not None:
+            comparisons.append(comp)
+    from_files: list[report.Comparison] = []
+    files_failed: dict[str, str] = {}
+    arenas: dict[str, int] = {}
+    for f in files:
+        comp = _run(f.stem, lambda d: capture(f, None, d, examples=a.examples), out, options, files_failed)
+        if comp is not None:
+            from_files.append(comp)
+            arena = imported.tflite_micro_arena(imported.read(f))
+            if arena is not None:
+                arenas[comp.model] = arena
+    if files:
+        _write_imported(Path(a.reports), from_files, files_failed, arenas, options)
+    if not names:
+        bad = files_failed or [c.model for c in from_files if not c.passed]
+        return 1 if bad else 0
 
     summary_text, summary = report.summary(
         [_passing(c) for c in comparisons], variants.VARIANTS)
@@ -120,8 +146,55 @@ def main(argv: list[str] | None = None) -> int:
     (reports / "variants.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"\nwrote {reports / 'variants.md'}, {reports / 'variants.json'} and {len(written)} plots in "
           f"{reports / 'plots'}")
-    bad = failed or [c.model for c in comparisons if not c.passed]
+    bad = failed or files_failed or [c.model for c in comparisons + from_files if not c.passed]
     return 1 if bad else 0
+
+
+def _run(name: str, captured, out: Path, options, failed: dict) -> report.Comparison | None:
+    """Capture (`captured(dir)`), compare and print one model; None (and `failed[name]`) on error."""
+    start = time.monotonic()
+    try:
+        c = captured(out / name)
+        comp = compare(inputs.load(c.model_ll), out / name / "variants", options, variants.VARIANTS)
+    except UserError as e:
+        failed[name] = str(e)
+        print(f"### {name}\n\nerror: {e}\n", flush=True)
+        return None
+    print(report.table(comp), flush=True)
+    print(f"({name}: {time.monotonic() - start:.0f} s)\n", flush=True)
+    return comp
+
+
+def _write_imported(reports: Path, comparisons: list[report.Comparison], failed: dict, arenas: dict,
+                    options: variants.Options) -> None:
+    """reports/imported.md and .json: each model file's variants, checked against its format's
+    interpreter, and the MLPerf Tiny models beside the published results."""
+    beside, beside_data = published.beside_published([_passing(c) for c in comparisons], variants.VARIANTS, arenas)
+    md = ["# Models from files: .tflite, checked against TFLite Micro", "",
+          "Each file captured with TFLite Micro's interpreter as the oracle, built five ways and run on QEMU "
+          "`mps2-an386`; every variant checked on every input against TFLite Micro's outputs (int8: bit for "
+          "bit). Generated by `scripts/benchmark.py`.", "",
+          f"Options: {json.dumps(_options(options), sort_keys=True)}.", "",
+          report.note("TFLite Micro"), ""]
+    if beside:
+        md += ["## MLPerf Tiny beside the published Cortex-M4 results", "", beside, ""]
+    for c in comparisons:
+        arena = f"; TFLite Micro's arena on the host: {arenas[c.model]:,} bytes" if c.model in arenas else ""
+        md += [report.table(c).replace("### ", "## ", 1).rstrip("\n"), "",
+               f"RAM of the all-args build: {_ram(c, variants.ALL_ARGS)}{arena}.", ""]
+    for name, err in failed.items():
+        md += [f"## {name}", "", f"not measured: {err}", ""]
+    data = {"options": _options(options), "models": [c.as_dict() for c in comparisons], "failed": failed,
+            "tflite_micro_arena": arenas, "published": beside_data}
+    reports.mkdir(parents=True, exist_ok=True)
+    (reports / "imported.md").write_text("\n".join(md).rstrip("\n") + "\n")
+    (reports / "imported.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {reports / 'imported.md'} and {reports / 'imported.json'}", flush=True)
+
+
+def _ram(c: report.Comparison, variant: str) -> str:
+    r = c.row(variant)
+    return "-" if r is None or r.ram is None else f"{r.ram:,} bytes"
 
 
 def _profiles(out: Path, comparisons: list[report.Comparison]) -> dict:

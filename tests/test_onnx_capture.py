@@ -63,7 +63,7 @@ def test_float_cnn_reference_is_onnx_reference_and_input_npy(tmp_path):
     np.save(tmp_path / "x.npy", x)
     c = capture(path, None, tmp_path / "cap", example=tmp_path / "x.npy")
     np.testing.assert_array_equal(c.manifest.inputs[0].array(), x)
-    want = imported.run_onnx_reference(imported.read(path), [x])
+    (want,) = imported.run_onnx_reference(imported.read(path), [(x,)])
     np.testing.assert_array_equal(c.manifest.outputs[0].array(), want[0])  # onnx.reference's, as they are
     assert "reference" not in c.manifest.versions
 
@@ -87,9 +87,9 @@ def test_jax_differing_from_onnx_reference_is_one_line(tmp_path, monkeypatch):
     path = save(float_cnn(np.random.default_rng(1)), tmp_path / "cnn.onnx")
     real = imported.run_onnx_reference
 
-    def off(model, xs):
-        outs = real(model, xs)
-        outs[0] = outs[0] * np.float32(1.01)
+    def off(model, xss):
+        outs = real(model, xss)
+        outs[0][0] = outs[0][0] * np.float32(1.01)
         return outs
 
     monkeypatch.setattr(imported, "run_onnx_reference", off)

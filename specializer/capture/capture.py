@@ -58,10 +58,13 @@ DEFAULT_TIMEOUT = 600.0
 
 
 def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str],
-               timeout: float = DEFAULT_TIMEOUT, lower_int8: bool = True, inputs: Path | None = None) -> None:
-    """`inputs`: an imported model's example inputs (imported.save_inputs), else its reader's."""
+               timeout: float = DEFAULT_TIMEOUT, lower_int8: bool = True, inputs: Path | None = None,
+               every_layer: bool = False) -> None:
+    """`inputs`: an imported model's example inputs (imported.save_inputs), else its reader's;
+    `every_layer`: an imported model's outputs are every operator's."""
     env = dict(os.environ)
     env["SPECIALIZER_LOWER_INT8"] = "1" if lower_int8 else "0"
+    env["SPECIALIZER_EVERY_LAYER"] = "1" if every_layer else "0"
     env["XLA_FLAGS"] = " ".join([f"--xla_dump_to={workdir / 'dump'}", *BASE_FLAGS, *xla_flags])
     env.setdefault("JAX_PLATFORMS", "cpu")
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
@@ -453,22 +456,26 @@ def _param_alloc(exe: xe.Executable, number: int) -> int:
 
 
 def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = False,
-            timeout: float = DEFAULT_TIMEOUT, example: Path | None = None) -> Captured:
+            timeout: float = DEFAULT_TIMEOUT, example: Path | None = None, examples: int = 1,
+            every_layer: bool = False) -> Captured:
     """`source` a model file (FILE.py with `function`, or a .tflite or .onnx file, whose function
     is the reader's and whose reference outputs are its format's reference interpreter's: TFLite
-    Micro's, onnx.reference's); `example` a .npy input for such a model (else the reader's
-    example input)."""
+    Micro's, onnx.reference's). For such a model: `example` a .npy input, or a stack of them (else
+    `examples` of the reader's); the first is measured, every one is checked (model.json's
+    vectors); `every_layer` (.tflite): every operator's output is an output."""
     source = Path(source).resolve()
     if not source.is_file():
         raise UserError(f"{source}: no such file")
     model = None
     if imported.is_model_file(source):
-        model = imported.read(source)  # an unsupported op: one line, before anything runs
+        model = imported.read(source, every_layer)  # an unsupported op: one line, before anything runs
         function = model.name
-        xs = imported.example_inputs(model, example)
-    elif example is not None:
-        raise UserError(f"--input {example}: for a .tflite model or an .onnx model; a JAX function's example "
-                        "inputs are its own (fn.example_inputs)")
+        xss = imported.example_inputs(model, example, examples)
+        xs = xss[0]
+    elif example is not None or examples != 1 or every_layer:
+        what = f"--input {example}" if example is not None else "--every-layer" if every_layer else "--examples"
+        raise UserError(f"{what}: for a .tflite or .onnx model; a JAX function's example inputs and outputs "
+                        "are its own (fn.example_inputs)")
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="specializer-capture-") as tmp:
         work = Path(tmp) / "work"
@@ -478,18 +485,19 @@ def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = F
             given = Path(tmp) / "inputs.npz"
             imported.save_inputs(model, xs, given)
         flags = IR_DOT_FLAGS if ir_dots else []
-        run_worker(source, function, work, flags, timeout, inputs=given)
+        run_worker(source, function, work, flags, timeout, inputs=given, every_layer=every_layer)
         try:
             text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots, source=source)
         except cmsis_calls.NotLowerable as e:
             # every block back to XLA's own code, which computes it exactly
             shutil.rmtree(work)
             work.mkdir()
-            run_worker(source, function, work, flags, timeout, lower_int8=False, inputs=given)
+            run_worker(source, function, work, flags, timeout, lower_int8=False, inputs=given,
+                       every_layer=every_layer)
             text, manifest, log, hlo = build_module(work, function, xla_dots=ir_dots, source=source)
             log = [f"kept XLA's code for every int8 block: {e}"] + log
     if model is not None:  # the reference outputs are the format's own interpreter's
-        manifest, checked = imported.with_oracle(model, manifest)
+        manifest, checked = imported.with_oracle(model, manifest, xss[1:])
         log = log + checked
     try:
         manifest_text = manifest.dumps()  # before anything is written: both files or neither

@@ -2,28 +2,36 @@
 worker, and checked against its own format's reference interpreter, which gives model.json's
 outputs. The format is chosen by the file's suffix (FORMATS: reader, oracle, version).
 
-    model = read(path)                      # parent: an unsupported op is the reader's one line,
+    model = read(path, every_layer)         # parent: an unsupported op is the reader's one line,
                                             # before the worker starts or anything is written
-    xs = example_inputs(model, npy)         # --input FILE.npy, checked against the model's input
-    fn = worker_function(path, inputs_npz)  # worker: read(path).fn on those inputs
-    manifest = with_oracle(model, manifest) # the oracle's outputs, once JAX's equal them
+    xss = example_inputs(model, npy, n)     # --input FILE.npy (one or a stack) or n examples
+    fn = worker_function(path, inputs_npz, every_layer)  # worker: the reader's fn on xss[0]
+    manifest, log = with_oracle(model, manifest, xss[1:])  # the oracle's outputs, once JAX's
+                                            # equal them; the other inputs as vectors with its outputs
 
 The oracle is the format's own reference interpreter, not our own JAX blocks: TFLite Micro's
 (the `tflite-micro` package: its reference kernels, built for the host) for .tflite,
 onnx.reference's ReferenceEvaluator for .onnx. QEMU's outputs are then checked against it in
 every variant, and a block written from CMSIS-NN's documentation that drifts from what the
-format computes is refused at capture, not reported as a pass.
+format computes is refused at capture, not reported as a pass. With every_layer (.tflite) the
+model's outputs are every operator's output (TFLite Micro reads a copy of the file whose outputs
+are those tensors): a saturated final layer cannot hide a wrong one inside.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import sys
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from specializer.capture.manifest import Manifest, flat
+from specializer.capture.manifest import Manifest, Vector, flat
 from specializer.errors import UserError
 
 # host memory for TFLite Micro's arena: the largest MLPerf Tiny model needs about 0.5 MB; its own
@@ -33,23 +41,27 @@ ARENA_BYTES = 16 << 20
 FLOAT_RTOL = 1e-4
 
 
-def read_tflite(path: Path):
+def read_tflite(path: Path, every_layer: bool = False):
     from specializer.importers.tflite import read_tflite
 
-    return read_tflite(path)
+    return read_tflite(path, every_layer)
 
 
-def read_onnx(path: Path):
+def read_onnx(path: Path, every_layer: bool = False):
     from specializer.importers.onnx_model import read_onnx
 
+    if every_layer:
+        raise UserError(f"--every-layer: for a .tflite model; {Path(path).name}'s layers are in NHWC inside, "
+                        "its values in the file's layout (a QDQ model's layers are checked against "
+                        "onnx.reference one by one at capture)")
     return read_onnx(path)
 
 
-def run_onnx_reference(model, xs) -> list[np.ndarray]:
-    """onnx.reference's (ReferenceEvaluator's) outputs for inputs xs."""
+def run_onnx_reference(model, xss) -> list[list[np.ndarray]]:
+    """onnx.reference's (ReferenceEvaluator's) outputs for each input tuple."""
     from specializer.importers.onnx_model import reference_outputs
 
-    return reference_outputs(model.path, xs)
+    return [reference_outputs(model.path, xs) for xs in xss]
 
 
 def _tflite_version() -> tuple[str, str]:
@@ -118,15 +130,16 @@ def is_model_file(path: Path) -> bool:
     return format_of(path) is not None
 
 
-def read(path: Path):
-    return format_of(path).reader(path)
+def read(path: Path, every_layer: bool = False):
+    return format_of(path).reader(path, every_layer)
 
 
-def example_inputs(model, npy: Path | None) -> tuple[np.ndarray, ...]:
-    """The arrays capture runs the model on: `npy` (one input, its shape and dtype exactly the
-    model's), else the reader's deterministic example."""
+def example_inputs(model, npy: Path | None, n: int = 1) -> list[tuple[np.ndarray, ...]]:
+    """The inputs capture checks the model on, one tuple each; the first is the one measured:
+    `npy` (the model's one input: its shape and dtype exactly, or a stack of them), else n of
+    the reader's deterministic examples."""
     if npy is None:
-        return tuple(model.example_inputs)
+        return model.examples(n)
     npy = Path(npy)
     if len(model.inputs) != 1:
         raise UserError(f"--input {npy}: {model.path.name} has {len(model.inputs)} inputs; "
@@ -142,10 +155,12 @@ def example_inputs(model, npy: Path | None) -> tuple[np.ndarray, ...]:
         x.close()
         raise UserError(f"--input {npy}: not a .npy array (an .npz archive)")
     spec = model.inputs[0]
-    if x.shape != spec.shape or x.dtype != np.dtype(spec.dtype):
+    stacked = x.ndim == len(spec.shape) + 1 and x.shape[1:] == spec.shape and len(x) > 0
+    if not (x.shape == spec.shape or stacked) or x.dtype != np.dtype(spec.dtype):
         raise UserError(f"--input {npy}: {x.dtype}{list(x.shape)}, but {model.path.name}'s input "
-                        f"'{spec.name}' is {spec.dtype}{list(spec.shape)}")
-    return (x,)
+                        f"'{spec.name}' is {spec.dtype}{list(spec.shape)} (or a stack of them, "
+                        f"{spec.dtype}[N, {', '.join(map(str, spec.shape))}])")
+    return [(xi,) for xi in x] if stacked else [(x,)]
 
 
 def save_inputs(model, xs: tuple[np.ndarray, ...], path: Path) -> None:
@@ -153,25 +168,78 @@ def save_inputs(model, xs: tuple[np.ndarray, ...], path: Path) -> None:
     np.savez(path, **dict(zip(model.input_names, xs)))
 
 
-def worker_function(path: Path, inputs: Path | None):
+def worker_function(path: Path, inputs: Path | None, every_layer: bool = False):
     """The function capture's worker traces; its example inputs from `inputs` (save_inputs)
     when the parent was given some."""
-    fn = read(path).fn
+    fn = read(path, every_layer).fn
     if inputs is not None:
         with np.load(inputs) as given:
             fn.example_inputs = {name: given[name] for name in given.files}
     return fn
 
 
-def run_tflite_micro(model, xs) -> list[np.ndarray]:
-    """TFLite Micro's outputs for inputs xs."""
+def run_tflite_micro(model, xss) -> list[list[np.ndarray]]:
+    """TFLite Micro's outputs (the model's: every layer's with every_layer) for each input tuple."""
     from tflite_micro.python.tflite_micro import runtime
 
-    it = runtime.Interpreter.from_bytes(model.path.read_bytes(), arena_size=ARENA_BYTES)
-    for i, x in enumerate(xs):
-        it.set_input(np.asarray(x), i)
-    it.invoke()
-    return [np.asarray(it.get_output(i)) for i in range(len(model.outputs))]
+    from specializer.importers.tflite import tflite_bytes
+
+    with _quiet() as log:
+        try:
+            it = runtime.Interpreter.from_bytes(tflite_bytes(model), arena_size=ARENA_BYTES)
+            outs = []
+            for xs in xss:
+                for i, x in enumerate(xs):
+                    it.set_input(np.asarray(x), i)
+                it.invoke()
+                outs.append([np.array(it.get_output(i)) for i in range(len(model.outputs))])
+            return outs
+        except RuntimeError as e:  # what the interpreter logged says why; the exception does not
+            said = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+            why = said[0] if said else (str(e).strip().splitlines() or ["no reason given"])[0]
+    raise UserError(f"{model.path.name}: TFLite Micro's interpreter cannot run it ({why})")
+
+
+def tflite_micro_arena(model) -> int | None:
+    """The bytes TFLite Micro's interpreter allocated from its arena for the model on this host
+    (its allocation report's total: the activations' plan and its own structures), None when the
+    report says nothing."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    from specializer.importers.tflite import tflite_bytes
+
+    with _quiet() as log:
+        it = runtime.Interpreter.from_bytes(tflite_bytes(model), arena_size=ARENA_BYTES)
+        for i, x in enumerate(model.example_inputs):
+            it.set_input(np.asarray(x), i)
+        it.invoke()
+        it.print_allocations()
+        text = log.read_text(errors="replace")
+    m = re.search(r"Arena allocation total (\d+) bytes", text)
+    return int(m.group(1)) if m else None
+
+
+@contextlib.contextmanager
+def _quiet():
+    """stdout and stderr of TFLite Micro's C++ (its arena report, its errors) into a file, whose
+    path the block gets: a capture prints only its own lines."""
+    with tempfile.TemporaryDirectory(prefix="specializer-tflm-") as tmp:
+        log = Path(tmp) / "tflm.log"
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            with open(log, "wb") as f:
+                os.dup2(f.fileno(), 1)
+                os.dup2(f.fileno(), 2)
+                try:
+                    yield log
+                finally:
+                    os.dup2(saved[0], 1)
+                    os.dup2(saved[1], 2)
+        finally:
+            for fd in saved:
+                os.close(fd)
 
 
 def difference(name: str, got: np.ndarray, want: np.ndarray, oracle: str = "TFLite Micro",
@@ -193,25 +261,35 @@ def difference(name: str, got: np.ndarray, want: np.ndarray, oracle: str = "TFLi
             f"{tuple(int(i) for i in at)}: JAX {got[at]}, {oracle} {want[at]}, difference {diff[at]:g})")
 
 
-def with_oracle(model, manifest: Manifest) -> tuple[Manifest, list[str]]:
+def with_oracle(model, manifest: Manifest, more: list[tuple[np.ndarray, ...]] = ()) -> tuple[Manifest, list[str]]:
     """`manifest` with the oracle's outputs as the reference, once JAX's run (the outputs
     capture wrote) equals them; UserError naming the first output that does not. A float output
-    dequantized from int8 must be equal too. A model of int8 blocks whose format has an int8
-    rule (ONNX QDQ) is checked by that rule instead and keeps JAX's outputs. Also capture.log's
-    lines."""
+    dequantized from int8 must be equal too. `more` inputs become vectors with the oracle's
+    outputs. A model of int8 blocks whose format has an int8 rule (ONNX QDQ) is checked by that
+    rule instead, on every input, and keeps JAX's outputs (the vectors' from the reader's
+    function run here). Also capture.log's lines."""
     fmt = format_of(model.path)
-    xs = [t.array() for t in manifest.inputs]
-    want = globals()[fmt.run](model, xs)
+    xs = tuple(t.array() for t in manifest.inputs)
+    want, *others = globals()[fmt.run](model, [xs, *more])
     key, version = fmt.version()
     versions = {**manifest.versions, key: version}
     if fmt.int8_rule is not None and any(layer.block is not None for layer in model.layers):
-        lines = globals()[fmt.int8_rule](model, xs, [t.array() for t in manifest.outputs], want)
-        return replace(manifest, versions={**versions, "reference": "jax (int8 blocks; " + fmt.oracle +
-                                           " checked by the QDQ rule)"}), lines
+        rule = globals()[fmt.int8_rule]
+        lines = rule(model, xs, [t.array() for t in manifest.outputs], want)
+        vectors = []
+        for xk, wk in zip(more, others):
+            got = model(*xk)
+            got = [np.asarray(g) for g in (got if isinstance(got, tuple) else (got,))]
+            rule(model, xk, got, wk)
+            vectors.append(Vector(tuple(flat(x) for x in xk), tuple(flat(g) for g in got)))
+        return replace(manifest, vectors=tuple(vectors),
+                       versions={**versions, "reference": "jax (int8 blocks; " + fmt.oracle +
+                                 " checked by the QDQ rule)"}), lines
     outputs = []
     for t, spec, w in zip(manifest.outputs, model.outputs, want):
         why = difference(t.name, t.array(), np.asarray(w), fmt.oracle, exact=spec.quant is not None)
         if why is not None:
             raise UserError(f"capture of {model.path.name}: JAX's output {why}")
         outputs.append(replace(t, data=flat(w)))
-    return replace(manifest, outputs=tuple(outputs), versions=versions), []
+    vectors = tuple(Vector(tuple(flat(x) for x in xk), tuple(flat(y) for y in yk)) for xk, yk in zip(more, others))
+    return replace(manifest, outputs=tuple(outputs), versions=versions, vectors=vectors), []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +11,8 @@ import numpy as np
 from specializer.errors import UserError
 
 SCHEMA = 1
+# the version key an imported model's oracle records -> whose outputs model.json then holds
+REFERENCES = {"tflite_micro": "TFLite Micro", "onnx": "onnx.reference"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,14 @@ class Tensor:
 
 
 @dataclass(frozen=True)
+class Vector:
+    """One more input and its reference outputs (flat data per tensor, in the manifest's order):
+    every run checks them too, on the same build; the manifest's own inputs are the measured ones."""
+    inputs: tuple[tuple, ...]
+    outputs: tuple[tuple, ...]
+
+
+@dataclass(frozen=True)
 class Manifest:
     function: str
     entry: str  # C ABI: void entry(void); buffers are the globals named below
@@ -44,9 +54,31 @@ class Manifest:
     rtol: float = 1e-5
     atol: float = 1e-6
     schema: int = SCHEMA
+    vectors: tuple[Vector, ...] = ()
 
     def dumps(self) -> str:
-        return json.dumps(asdict(self), indent=1, sort_keys=True) + "\n"
+        raw = asdict(self)
+        if not self.vectors:  # a model.json without them reads as before, byte for byte
+            del raw["vectors"]
+        return json.dumps(raw, indent=1, sort_keys=True) + "\n"
+
+    @property
+    def reference(self) -> str:
+        """Whose outputs the reference outputs are: an imported model's format's interpreter."""
+        if "reference" in self.versions:  # an imported model that keeps JAX's outputs (ONNX QDQ)
+            return "JAX"
+        return next((who for key, who in REFERENCES.items() if key in self.versions), "JAX")
+
+    @property
+    def checked_inputs(self) -> int:
+        """How many inputs every run checks: the measured one and the vectors."""
+        return 1 + len(self.vectors)
+
+    def at(self, k: int) -> "Manifest":
+        """This manifest with vector k's inputs and reference outputs in place of its own."""
+        v = self.vectors[k]
+        return replace(self, inputs=tuple(replace(t, data=d) for t, d in zip(self.inputs, v.inputs)),
+                       outputs=tuple(replace(t, data=d) for t, d in zip(self.outputs, v.outputs)), vectors=())
 
     @staticmethod
     def load(path: Path) -> "Manifest":
@@ -57,11 +89,23 @@ class Manifest:
             return Manifest(function=raw["function"], entry=raw["entry"], inputs=tensors("inputs"),
                             outputs=tensors("outputs"), weights=tensors("weights"),
                             versions=raw.get("versions", {}), rtol=raw.get("rtol", 1e-5),
-                            atol=raw.get("atol", 1e-6), schema=raw.get("schema", SCHEMA))
+                            atol=raw.get("atol", 1e-6), schema=raw.get("schema", SCHEMA),
+                            vectors=tuple(_vector(v, raw) for v in raw.get("vectors", ())))
         except FileNotFoundError:
             raise UserError(f"{path}: manifest not found (capture writes it next to model.ll)") from None
         except (KeyError, TypeError, ValueError) as e:
             raise UserError(f"{path}: not a specializer manifest ({e})") from None
+
+
+def _vector(v: dict, raw: dict) -> Vector:
+    inputs, outputs = tuple(tuple(d) for d in v["inputs"]), tuple(tuple(d) for d in v["outputs"])
+    if len(inputs) != len(raw["inputs"]) or len(outputs) != len(raw["outputs"]):
+        raise ValueError(f"a vector has {len(inputs)} inputs and {len(outputs)} outputs, the model "
+                         f"{len(raw['inputs'])} and {len(raw['outputs'])}")
+    for d, t in zip(inputs + outputs, raw["inputs"] + raw["outputs"]):
+        if len(d) != len(t["data"]):
+            raise ValueError(f"a vector's '{t['name']}' has {len(d)} values, not {len(t['data'])}")
+    return Vector(inputs, outputs)
 
 
 def np_dtype(name: str) -> np.dtype:

@@ -152,7 +152,7 @@ def main(argv: list[str]) -> int:
     if a.json:
         print(report.json_text(c), end="")
     else:
-        print(report.table(c, title=False) + report.NOTE)
+        print(report.table(c, title=False) + report.note(c.reference))
         print(f"artifacts: {out}/<variant>/\n  (linked.ll, pipeline.txt, specialized.ll, optimized.ll, "
               "specialization.log, profile.txt)")
     return 0 if c.passed else 1

@@ -113,7 +113,9 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
             _keep(out_dir, v, best.dir)
         rows.append(best.row)
     opts = options.as_dict() | {"method": method, "shape_only": sorted(options.specialize.shape_only)}
-    c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None)
-    files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.NOTE + "\n"),
+    m = model.manifest
+    checked = {} if m is None else {"reference": m.reference, "checked_inputs": m.checked_inputs}
+    c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None, **checked)
+    files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.note(c.reference) + "\n"),
                      (out_dir / "report.json", report.json_text(c))])
     return c

@@ -57,6 +57,12 @@ class ImportedModel:
     # where each key's array comes from in the file, for a reader that keeps it (ONNX: key ->
     # (value name, layout, quantization)); empty for .tflite, whose keys are the file's tensors
     sources: dict = field(default_factory=dict, repr=False)
+    file_outputs: tuple = ()  # the file's own outputs' keys (`outputs` may be every layer's)
+
+    def examples(self, n: int) -> list[tuple[np.ndarray, ...]]:
+        """n deterministic example inputs, the first `example_inputs`; int8 ones alternate a
+        spread of 4 and 16 around the zero point."""
+        return [tuple(example_input(spec, k, j) for k, spec in enumerate(self.inputs)) for j in range(n)]
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -117,12 +123,13 @@ def _evaluate(m: ImportedModel, xs, weights, run=lambda layer: layer.run) -> dic
     return env
 
 
-def example_input(spec: TensorSpec, k: int = 0) -> np.ndarray:
-    """The k-th input's example (deterministic)."""
-    rng = np.random.default_rng(EXAMPLE_SEED + k)
+def example_input(spec: TensorSpec, k: int = 0, j: int = 0) -> np.ndarray:
+    """Example j of the k-th input (deterministic)."""
+    rng = np.random.default_rng(EXAMPLE_SEED + k + 1000 * j)
     if spec.quant is None:
         return rng.normal(size=spec.shape).astype(np.float32)
-    x = spec.quant.zero_point + rng.normal(0.0, EXAMPLE_INT8_SPREAD, spec.shape)
+    spread = EXAMPLE_INT8_SPREAD * (4 if j % 2 else 1)
+    x = spec.quant.zero_point + rng.normal(0.0, spread, spec.shape)
     return np.clip(np.round(x), -128, 127).astype(np.int8)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from specializer.importers import tflite_float, tflite_int8
 from specializer.importers.graph_model import (EXAMPLE_INT8_SPREAD, EXAMPLE_SEED, GraphFunction,  # noqa: F401
                                                ImportedModel, Layer, TensorSpec, example_input, identifier)
-from specializer.importers.tflite_file import GraphRecord, OpRecord, Refused, TensorRecord, read_graph
+from specializer.importers.tflite_file import GraphRecord, OpRecord, Refused, TensorRecord, read_graph, with_outputs
 from specializer.importers.tflite_layer import OpContext
 from specializer.quant.ptq import QParams
 
@@ -54,8 +54,9 @@ def _spec(g: GraphRecord, t: TensorRecord, what: str) -> TensorSpec:
     return TensorSpec(t.index, t.name, t.shape, t.type.lower(), quant)
 
 
-def read_tflite(path) -> TfliteModel:
-    """Read a .tflite file into a TfliteModel (UserError, one line, for what is not supported)."""
+def read_tflite(path, every_layer: bool = False) -> TfliteModel:
+    """Read a .tflite file into a TfliteModel (UserError, one line, for what is not supported).
+    every_layer: the model's outputs are every operator's output, in graph order."""
     g = read_graph(Path(path))
     inputs = tuple(_spec(g, g.tensors[i], "input") for i in g.inputs)
     outputs = tuple(_spec(g, g.tensors[i], "output") for i in g.outputs)
@@ -71,5 +72,17 @@ def read_tflite(path) -> TfliteModel:
     for o in outputs:
         if o.index not in known:
             raise Refused(f"{g.path.name}: output tensor {o.index} is written by no operator")
+    file_outputs = tuple(o.index for o in outputs)
+    if every_layer:
+        outputs = tuple(_spec(g, g.tensors[layer.output], f"operator {layer.op}'s output") for layer in layers)
     examples = tuple(example_input(spec, k) for k, spec in enumerate(inputs))
-    return TfliteModel(g.path, identifier(g.path.stem), inputs, outputs, layers, weights, examples)
+    return TfliteModel(g.path, identifier(g.path.stem), inputs, outputs, layers, weights, examples,
+                       file_outputs=file_outputs)
+
+
+def tflite_bytes(model: TfliteModel) -> bytes:
+    """The file, its outputs made the model's (every layer's, with every_layer), for TFLite
+    Micro's interpreter to report them."""
+    data = model.path.read_bytes()
+    keys = tuple(o.index for o in model.outputs)
+    return data if keys == model.file_outputs else with_outputs(data, keys)

@@ -199,3 +199,17 @@ def _op(path: Path, model, op, index: int) -> OpRecord:
     if opts is None or op.builtinOptionsType != getattr(schema.BuiltinOptions, table):
         raise refuse_op(path, record, f"has no {table}")
     return OpRecord(index, name, record.inputs, record.outputs, {f: getattr(opts, f) for f in fields})
+
+
+def with_outputs(data: bytes, tensors: tuple[int, ...]) -> bytes:
+    """The model `data` with its subgraph's outputs set to `tensors` (indices), written back by the
+    schema's object API (TFLite Micro's model_editor drops the deprecated_builtin_code of older
+    files: every operator of the MLPerf KWS file came back a SOFTMAX): its interpreter then
+    reports each of them, e.g. every layer's output."""
+    import flatbuffers
+
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(data, 0))
+    model.subgraphs[0].outputs = list(tensors)
+    builder = flatbuffers.Builder(len(data) + 1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())

@@ -11,15 +11,22 @@ BASELINE = "separate"
 BASELINES = ("separate", "lto")  # every row's deltas are shown against both
 PAIR = ("all-args", "dims")  # and all-args against dims, the comparison the product is about
 DELTAS = ("flash", "ram", "cycles", "insns")  # the metrics every row is compared on
-NOTE = textwrap.fill(
-       "flash: code of the model, the kernel library and the libc/libm it reaches, weights and "
-        "constants, and initialized data (the model linked alone, --gc-sections); RAM: .data + .bss "
-        "(buffers, arena, scratch, libc's data) + stack: the measured call's peak stack (painted and "
-        "scanned); instructions: QEMU-counted (TCG plugin), entry call only; est. cycles: TRM-weighted "
-        "estimate; vs lto: ratio to the lto variant (JSON: to every baseline, ratio and percent change); "
-        "rel err: max relative error against JAX within the model's tolerance (<=) or not (>). "
-        "JSON rows hold the breakdown: text, rodata, data, bss, lib_flash, lib_ram, stack", 100,
-       break_on_hyphens=False)
+NOTE_TEXT = (
+    "flash: code of the model, the kernel library and the libc/libm it reaches, weights and "
+    "constants, and initialized data (the model linked alone, --gc-sections); RAM: .data + .bss "
+    "(buffers, arena, scratch, libc's data) + stack: the measured call's peak stack (painted and "
+    "scanned); instructions: QEMU-counted (TCG plugin), entry call only; est. cycles: TRM-weighted "
+    "estimate; vs lto: ratio to the lto variant (JSON: to every baseline, ratio and percent change); "
+    "rel err: max relative error against {reference} within the model's tolerance (<=) or not (>). "
+    "JSON rows hold the breakdown: text, rodata, data, bss, lib_flash, lib_ram, stack")
+
+
+def note(reference: str = "JAX") -> str:
+    """The note under a table: what each column is, the outputs checked against `reference`'s."""
+    return textwrap.fill(NOTE_TEXT.format(reference=reference), 100, break_on_hyphens=False)
+
+
+NOTE = note()
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,8 @@ class Comparison:
     rows: tuple[VariantRow, ...]
     options: dict = field(default_factory=dict)
     macs: int | None = None  # multiply-accumulates of the model's dot/conv kernels (macs.py)
+    reference: str = "JAX"  # whose outputs every run is checked against (Manifest.reference)
+    checked_inputs: int = 1  # on how many inputs (Manifest.checked_inputs)
 
     def per_mac(self, r: VariantRow) -> float | None:
         """est. cycles per multiply-accumulate."""
@@ -131,8 +140,10 @@ class Comparison:
                 d[f"vs_{b}"] = {k: (asdict(v) if v else None) for k, v in self.deltas(r, b).items()}
             rows.append(d)
         pair = {k: (asdict(v) if v else None) for k, v in self.pair().items()}
+        checked = {} if (self.reference, self.checked_inputs) == ("JAX", 1) else {  # JAX's: as before
+            "reference": self.reference, "checked_inputs": self.checked_inputs}
         return {"model": self.model, "kind": self.kind, "options": self.options, "baseline": BASELINE,
-                "macs": self.macs,
+                "macs": self.macs, **checked,
                 "variants": rows, "all_args_vs_dims": pair}
 
 
@@ -207,7 +218,8 @@ def table(c: Comparison, title: bool = True) -> str:
     notes = []
     err = _by_variant(c, _err)
     if err:
-        notes.append(f"rel err against JAX: {err}")
+        on = f" on {c.checked_inputs} inputs" if c.checked_inputs > 1 else ""
+        notes.append(f"rel err against {c.reference}{on}: {err}")
     clones = _by_variant(c, lambda r: None if r.clones is None else f"{r.clones} ({r.refused} refused)")
     if clones:
         notes.append(f"clones: {clones}")
