@@ -458,10 +458,11 @@ def _param_alloc(exe: xe.Executable, number: int) -> int:
 def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = False,
             timeout: float = DEFAULT_TIMEOUT, example: Path | None = None, examples: int = 1,
             every_layer: bool = False) -> Captured:
-    """`source` a model file (FILE.py with `function`, or a .tflite file, whose function is the
-    reader's and whose reference outputs are TFLite Micro's). For a .tflite model: `example` a
-    .npy input, or a stack of them (else `examples` of the reader's); the first is measured, every
-    one is checked (model.json's vectors); `every_layer`: every operator's output is an output."""
+    """`source` a model file (FILE.py with `function`, or a .tflite or .onnx file, whose function
+    is the reader's and whose reference outputs are its format's reference interpreter's: TFLite
+    Micro's, onnx.reference's). For such a model: `example` a .npy input, or a stack of them (else
+    `examples` of the reader's); the first is measured, every one is checked (model.json's
+    vectors); `every_layer` (.tflite): every operator's output is an output."""
     source = Path(source).resolve()
     if not source.is_file():
         raise UserError(f"{source}: no such file")
@@ -473,8 +474,8 @@ def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = F
         xs = xss[0]
     elif example is not None or examples != 1 or every_layer:
         what = f"--input {example}" if example is not None else "--every-layer" if every_layer else "--examples"
-        raise UserError(f"{what}: for a .tflite model; a JAX function's example inputs and outputs are "
-                        "its own (fn.example_inputs)")
+        raise UserError(f"{what}: for a .tflite or .onnx model; a JAX function's example inputs and outputs "
+                        "are its own (fn.example_inputs)")
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="specializer-capture-") as tmp:
         work = Path(tmp) / "work"
@@ -497,8 +498,10 @@ def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = F
             log = [f"kept XLA's code for every int8 block: {e}"] + log
         found = layers.load(work / layers.FILE_NAME)  # a quantize() model's blocks (the worker's)
     if model is not None:  # the reference outputs are the format's own interpreter's
-        manifest = imported.with_oracle(model, manifest, xss[1:])
-        found = layers.of_tflite(model, imported.tflite_micro_arena(model))
+        manifest, checked = imported.with_oracle(model, manifest, xss[1:])
+        log = log + checked
+        if Path(source).suffix.lower() == ".tflite":  # ONNX's layers: not yet
+            found = layers.of_tflite(model, imported.tflite_micro_arena(model))
     try:
         manifest_text = manifest.dumps()  # before anything is written: both files or neither
     except (TypeError, ValueError) as e:

@@ -59,7 +59,7 @@ def main(argv: list[str]) -> None:
     given = Path(argv[3]) if len(argv) > 3 else None  # an imported model's --input
     import jax  # after the parent set XLA_FLAGS and the affinity
 
-    if imported.is_model_file(path):  # a .tflite file: the reader's function, not a module's
+    if imported.is_model_file(path):  # a .tflite or .onnx file: the reader's function, not a module's
         fn = imported.worker_function(path, given, os.environ.get("SPECIALIZER_EVERY_LAYER") == "1")
     else:
         fn = load_function(path, name)

@@ -12,7 +12,7 @@ from specializer.errors import UserError
 
 SCHEMA = 1
 # the version key an imported model's oracle records -> whose outputs model.json then holds
-REFERENCES = {"tflite_micro": "TFLite Micro"}
+REFERENCES = {"tflite_micro": "TFLite Micro", "onnx": "onnx.reference"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,8 @@ class Manifest:
     @property
     def reference(self) -> str:
         """Whose outputs the reference outputs are: an imported model's format's interpreter."""
+        if "reference" in self.versions:  # an imported model that keeps JAX's outputs (ONNX QDQ)
+            return "JAX"
         return next((who for key, who in REFERENCES.items() if key in self.versions), "JAX")
 
     @property

@@ -1,4 +1,4 @@
-"""`specialize capture`: a JAX function or a .tflite model as one Cortex-M4 module and its manifest."""
+"""`specialize capture`: a JAX function, a .tflite or an .onnx model as one Cortex-M4 module and its manifest."""
 
 from __future__ import annotations
 
@@ -10,15 +10,16 @@ from specializer.errors import UserError
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="specialize capture",
-                                description="Capture a JAX function, or a .tflite model, as one Cortex-M4 LLVM "
-                                "module. A .tflite model's reference outputs are TFLite Micro's: its "
-                                "interpreter runs on the same input, and JAX's outputs must equal them "
-                                "(int8; float within 1e-4 relative).")
-    p.add_argument("target", metavar="FILE.py:FN | FILE.tflite")
+                                description="Capture a JAX function, a .tflite or an .onnx model, as one Cortex-M4 "
+                                "LLVM module. A .tflite model's reference outputs are TFLite Micro's, an .onnx "
+                                "model's onnx.reference's (ReferenceEvaluator): the interpreter runs on the same "
+                                "input, and JAX's outputs must equal them (int8, and a QDQ model's dequantized "
+                                "outputs, exactly; float within 1e-4 relative).")
+    p.add_argument("target", metavar="FILE.py:FN | FILE.tflite | FILE.onnx")
     p.add_argument("--input", metavar="FILE.npy", type=Path,
-                   help="a .tflite model's example input (its shape and dtype; default: a deterministic "
-                   "input the reader makes), or a stack of N inputs: the first is measured, every one is "
-                   "checked on QEMU against TFLite Micro's outputs")
+                   help="a .tflite or .onnx model's example input (its shape and dtype; default: a "
+                   "deterministic input the reader makes), or a stack of N inputs: the first is measured, "
+                   "every one is checked on QEMU against the reference outputs")
     p.add_argument("--examples", type=int, default=1, metavar="N",
                    help="without --input: N deterministic inputs, the first measured, every one checked "
                    "(default 1)")
@@ -38,7 +39,7 @@ def main(argv: list[str]) -> int:
     if imported.is_model_file(Path(a.target)):  # the function is the reader's: no :FN
         path, fn = a.target, None
     elif ":" not in a.target:
-        raise UserError(f"'{a.target}': expected FILE.py:FUNCTION or FILE.tflite")
+        raise UserError(f"'{a.target}': expected FILE.py:FUNCTION, FILE.tflite or FILE.onnx")
     else:
         path, fn = a.target.rsplit(":", 1)
     if a.examples < 1 or (a.input is not None and a.examples != 1):

@@ -4,25 +4,13 @@ inputs, its constants (the model's weights), its padding and strides, in TFLite'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
+from specializer.importers.graph_model import Layer  # noqa: F401  (the op builders import it from here)
 from specializer.importers.tflite_file import PADDING_NAMES, GraphRecord, OpRecord, TensorRecord, refuse_op
 
 Pair = tuple[int, int]
-
-
-@dataclass(frozen=True, eq=False)
-class Layer:
-    """One operator of the graph: run(*activations, *weights) -> its output tensor."""
-    op: int                         # index in the graph
-    name: str                       # CONV_2D, ...
-    inputs: tuple[int, ...]         # activation tensor indices
-    output: int                     # output tensor index
-    weights: tuple[str, ...]        # names of the constant arrays it takes, in order
-    block: object | None            # the int8 block's parameters (None: float op or reshape)
-    run: Callable
 
 
 @dataclass(frozen=True)

@@ -4,21 +4,24 @@ variant, and the build's RAM beside TFLite Micro's arena (driver/layers.py's Lay
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import asdict
 
 from specializer.report.tables import github_table
 
 OTHER = -1  # driver/layers.py's key of what belongs to no layer (not imported: the report stage is below)
 
-NOTE = """\
-MACs: conv output values x KH x KW x Cin, depthwise x KH x KW, dense x inputs; weights: the layer's
-constant arrays as the model holds them (int8 weights + int32 bias; float32 for float); acts: its
-activation inputs + its output; SNR: a quantize() block's output against the float model's same layer
-(dB, on the example input). est. cycles: QEMU-counted instructions, TRM-weighted, each charged by its
-debug line to the call of the entry it runs for (library code by the call that reached it); a kernel
-XLA fused across two layers counts for the layer of its op_name; other: code of no layer (the
-entry's own); the totals are each run's est. cycles. Every variant is built with its default
-settings (unroll threshold LLVM's), the comparison may keep another build of dims and all-args."""
+NOTE = textwrap.fill(
+    'MACs: conv output values x KH x KW x Cin, depthwise x KH x KW, dense x inputs; weights: the '
+    "layer's constant arrays as the model holds them (int8 weights + int32 bias; float32 for float);"
+    " acts: its activation inputs + its output; SNR: a quantize() block's output against the float "
+    "model's same layer (dB, on the example input). est. cycles: QEMU-counted instructions, TRM-"
+    'weighted, each charged by its debug line to the call of the entry it runs for (library code by '
+    'the call that reached it); a kernel XLA fused across two layers counts for the layer of its '
+    "op_name; other: code of no layer (the entry's own); the totals are each run's est. cycles. "
+    "Every variant is built with its default settings (unroll threshold LLVM's), the comparison may "
+    'keep another build of dims and all-args.',
+    100, break_on_hyphens=False)
 
 
 def _shape(t) -> str:
@@ -41,9 +44,9 @@ def layer_rows(report) -> str:
     body = []
     for layer in report.layers.layers:
         out = ", ".join(_shape(t) + ("" if t.dtype == "int8" else f" {t.dtype}") for t in layer.outputs)
-        body.append([str(layer.index), layer.op, _cut(layer.name, 24), out, f"{layer.macs:,}", f"{layer.weight_bytes:,}",
-                     f"{layer.activation_bytes:,}"] + ([f"{layer.snr_db:.1f}" if layer.snr_db is not None else "-"]
-                                                       if snr else []))
+        db = [f"{layer.snr_db:.1f}" if layer.snr_db is not None else "-"] if snr else []
+        body.append([str(layer.index), layer.op, _cut(layer.name, 24), out, f"{layer.macs:,}",
+                     f"{layer.weight_bytes:,}", f"{layer.activation_bytes:,}"] + db)
     ls = report.layers.layers
     body.append(["", "total", "", "", f"{sum(x.macs for x in ls):,}", f"{sum(x.weight_bytes for x in ls):,}",
                  f"{sum(x.activation_bytes for x in ls):,}"] + ([""] if snr else []))
