@@ -3,8 +3,9 @@
 
 Small models built here with TFLite Micro's model writer, one per op and option, run through both
 on the same inputs: int8 outputs bit-exact, float ones within 1e-5 relative. The MLPerf Tiny
-reference models (../shared/models/mlperf_tiny/, beside the checkout) on 20 inputs each, every
-layer's output compared, so a saturated softmax cannot hide a wrong layer."""
+reference models (../shared/models/mlperf_tiny/, beside the checkout) on 8 inputs each, every
+layer's output compared, so a saturated softmax cannot hide a wrong layer (20 inputs in every
+variant on QEMU: test_tflite_capture.py with --slow)."""
 
 from __future__ import annotations
 
@@ -522,13 +523,13 @@ def compare_layers(model, data: bytes, xs, exact: bool) -> tuple[dict, list]:
 @pytest.mark.parametrize("name", INT8_MODELS)
 def test_mlperf_tiny_int8_every_layer_bit_exact(name):
     model = read_tflite(MLPERF / name)
-    xs = mlperf_inputs(model.inputs[0])
+    xs = mlperf_inputs(model.inputs[0], 8)
     wrong, finals = compare_layers(model, (MLPERF / name).read_bytes(), xs, exact=True)
     assert not wrong, f"{name}: layers not bit-exact (op: name, inputs, max abs diff): {wrong}"
     assert len(model.layers) == INT8_MODELS[name]
     # some inputs leave the output off the clamp, so a right answer is not a saturated one
     inside = [int(np.sum((f > -128) & (f < 127))) for f in finals]
-    assert sum(n >= 2 for n in inside) >= 5, inside
+    assert sum(n >= 2 for n in inside) >= 3, inside
     # and so does the model's own example input
     (out,), _ = Tflm((MLPERF / name).read_bytes()).run(model.example_inputs, 1)
     assert np.sum((out > -128) & (out < 127)) >= 2, out
