@@ -73,6 +73,25 @@ class Graph:
     eqns: list[Eqn]               # the flat program (for calibration)
 
 
+def evaluate(g: Graph, inputs) -> dict:
+    """Run the flat float program on `inputs` (one array per invar): every value by its Var,
+    constants folded at build time read from g.consts."""
+    env = dict(zip(g.invars, inputs))
+    for e in g.eqns:
+        if all(o in g.consts for o in e.outs):
+            continue  # folded at build time
+        outs = e.primitive.bind(*[read(g, env, a) for a in e.ins], **e.params)
+        env.update(zip(e.outs, outs if e.primitive.multiple_results else [outs]))
+    return env
+
+
+def read(g: Graph, env: dict, atom):
+    """An atom's value: a literal's, a computed value, or a folded constant."""
+    if isinstance(atom, core.Literal):
+        return atom.val
+    return env[atom] if atom in env else g.consts[atom]
+
+
 def _where(eqn) -> str:
     try:
         return source_info_util.summarize(eqn.source_info)

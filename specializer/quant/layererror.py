@@ -16,26 +16,16 @@ import math
 
 import jax.numpy as jnp
 import numpy as np
-from jax.extend.core import Literal
+
+from specializer.quant.graph import evaluate, read
 
 
 def float_values(model, float_inputs: dict) -> list[np.ndarray]:
     """The float model's output of every layer that is a step, in step order."""
     g = model.graph
-    env = {v: jnp.asarray(float_inputs[n], jnp.float32) for v, n in zip(g.invars, model.inputs)}
-
-    def read(a):
-        if isinstance(a, Literal):
-            return a.val
-        return env[a] if a in env else g.consts[a]
-
-    for e in g.eqns:
-        if all(o in g.consts for o in e.outs):
-            continue  # folded when the graph was built
-        outs = e.primitive.bind(*[read(a) for a in e.ins], **e.params)
-        env.update(zip(e.outs, outs if e.primitive.multiple_results else [outs]))
+    env = evaluate(g, [jnp.asarray(float_inputs[n], jnp.float32) for n in model.inputs])
     steps = [layer for layer in g.layers if layer.kind != "input"]
-    return [np.asarray(read(layer.out), np.float32) for layer in steps]
+    return [np.asarray(read(g, env, layer.out), np.float32) for layer in steps]
 
 
 def int8_values(model, inputs: dict, params: dict) -> list[np.ndarray]:

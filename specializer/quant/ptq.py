@@ -25,9 +25,8 @@ import numpy as np
 
 from specializer.quant import blocks
 from specializer.quant.fixedpoint import quantize_multiplier
-from jax.extend.core import Literal
 
-from specializer.quant.graph import Graph, Layer, QuantizeError, build
+from specializer.quant.graph import Graph, Layer, QuantizeError, build, evaluate
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
                      SoftmaxParams)
 
@@ -156,18 +155,7 @@ def _calibrate(g: Graph, names: list[str], samples: Sequence[dict]) -> dict:
     watch = [layer.out for layer in g.layers]
 
     def run(*xs):
-        env = dict(zip(g.invars, xs))
-
-        def read(a):
-            if isinstance(a, Literal):
-                return a.val
-            return env[a] if a in env else g.consts[a]
-        for e in g.eqns:
-            if all(o in g.consts for o in e.outs):
-                continue  # folded at build time
-            outs = e.primitive.bind(*[read(a) for a in e.ins], **e.params)
-            outs = outs if e.primitive.multiple_results else [outs]
-            env.update(zip(e.outs, outs))
+        env = evaluate(g, xs)
         return [(jnp.min(env[v]), jnp.max(env[v])) for v in watch]
 
     fn = jax.jit(run)
