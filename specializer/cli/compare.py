@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -115,6 +116,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--timeout", type=float, default=120, help="seconds before a run counts as a hang")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (shown on a terminal)")
     p.add_argument("--progress", action="store_true", help="progress lines on stderr even when it is not a terminal")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print where the time went, phase by phase (each pass, codegen, firmware links, "
+                        "QEMU runs, profiles, report; self seconds, like LLVM's -time-passes), on stderr; with "
+                        "--json, also as 'timings' in the JSON")
     a = p.parse_args(argv)
     threshold, candidates = a.unroll_threshold
     if a.rounds < 1:
@@ -123,6 +128,7 @@ def main(argv: list[str]) -> int:
     from specializer.report import tables as report
     from specializer.optimize import variants
     from specializer.driver.compare import compare
+    from specializer import timing
 
     options = variants.Options.of(max_growth=a.max_growth, unroll_threshold=threshold, rounds=a.rounds,
                                   pre_unroll=a.pre_unroll, flash_budget=a.flash_budget, unroll_candidates=candidates,
@@ -148,9 +154,15 @@ def main(argv: list[str]) -> int:
     # on a terminal (or with --progress): a line per step; never mixed into a piped error line
     show = a.progress or (not a.quiet and sys.stderr.isatty())
     progress = (lambda text: print(f"specialize: {model.name}: {text}", file=sys.stderr, flush=True)) if show else None
-    c = compare(model, out, options, which, method=a.method, timeout=a.timeout, progress=progress)
+    with timing.recording() as rec:
+        c = compare(model, out, options, which, method=a.method, timeout=a.timeout, progress=progress)
+    if a.verbose:  # times differ run to run: never in the report files, only when asked for
+        print(f"specialize: {model.name}: where the time went\n{rec.table()}", file=sys.stderr)
     if a.json:
-        print(report.json_text(c), end="")
+        text = report.json_text(c)
+        if a.verbose:
+            text = json.dumps(json.loads(text) | {"timings": rec.as_dict()}, indent=1, sort_keys=True) + "\n"
+        print(text, end="")
     else:
         print(report.table(c, title=False) + report.note(c.reference))
         print(f"artifacts: {out}/<variant>/\n  (linked.ll, pipeline.txt, specialized.ll, optimized.ll, "

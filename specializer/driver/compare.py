@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from specializer import files
+from specializer import files, timing
 from specializer.driver import callchoice
 from specializer.driver.measured import Candidate, build_and_measure
 from specializer.inputs import Model
@@ -116,6 +116,7 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
     m = model.manifest
     checked = {} if m is None else {"reference": m.reference, "checked_inputs": m.checked_inputs}
     c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None, **checked)
-    files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.note(c.reference) + "\n"),
-                     (out_dir / "report.json", report.json_text(c))])
+    with timing.phase("report"):
+        files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.note(c.reference) + "\n"),
+                         (out_dir / "report.json", report.json_text(c))])
     return c

@@ -11,6 +11,7 @@ from specializer.inputs import Model
 from specializer.optimize import variants
 from specializer.optimize.state import BuildContext
 from specializer.report.tables import VariantRow
+from specializer import timing
 from specializer.run import firmware, measure, profile
 
 
@@ -50,14 +51,16 @@ def build_and_measure(model: Model, variant: str, out_dir: Path, options: varian
         spec = dict(clones=len(b.specialized.clones), refused=b.specialized.refused_by_budget,
                     unroll_threshold=s.unroll_threshold, shape_only=tuple(sorted(only)))
     if model.manifest is None:
-        fp = firmware.footprint(b.objects, sorted(model.keep, key=lambda k: (k not in model.entries, k)), b.dir)
+        with timing.phase("footprint link"):
+            fp = firmware.footprint(b.objects, sorted(model.keep, key=lambda k: (k not in model.entries, k)), b.dir)
         row = VariantRow(variant, "not run", fp.code, fp.const, fp.data, fp.bss, **spec,
                          lib_flash=fp.lib_flash, lib_ram=fp.lib_ram)
         return Candidate(variant, s.unroll_threshold, only, b, row, None)
     say(f"running on QEMU{note}")
     m = measure.measure(list(b.objects), model.manifest, b.dir, method=method, timeout=timeout, contexts=contexts)
     if function_profile and m.result.profile is not None:
-        profile.write(profile.function_profile(m.firmware.elf, m.result.profile), b.dir)
+        with timing.phase("function profile"):
+            profile.write(profile.function_profile(m.firmware.elf, m.result.profile), b.dir)
     r = m.row
     row = VariantRow(variant, r.status, r.text, r.rodata, r.data, r.bss, r.insns,
                      r.cycles if method == "plugin" else None, r.max_abs_err, r.max_rel_err,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
+from specializer import timing
 from specializer.llvm import isolate, module, options
 from specializer.target import TARGET
 
@@ -33,12 +34,12 @@ def target_machine(opt: int = 2) -> llvm.TargetMachine:
 def emit_object(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None) -> bytes:
     tm = tm or target_machine()
     mod.triple = TARGET.triple
-    with options.scoped(CODEGEN_OPTIONS):
+    with options.scoped(CODEGEN_OPTIONS), timing.phase("codegen"):
         return isolate.run(lambda: tm.emit_object(mod), f"emitting Cortex-M4 code for {mod.name}")
 
 
 def emit_assembly(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None) -> str:
     tm = tm or target_machine()
-    with options.scoped(CODEGEN_OPTIONS):
+    with options.scoped(CODEGEN_OPTIONS), timing.phase("codegen (assembly)"):
         return isolate.run(lambda: tm.emit_assembly(mod).encode(),
                            f"emitting Cortex-M4 assembly for {mod.name}").decode()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import MISSING, fields
 
+from specializer import timing
 from specializer.capture.fminmax import Fminmax
 from specializer.capture.normalize import Normalize
 from specializer.capture.retarget import Retarget
@@ -196,7 +197,8 @@ def run(pipeline, state: BuildState) -> BuildState:
     if needs_model(pipeline) and state.context is None:  # the caller gave none: the default's library
         state.context = BuildContext.default()
     for p in pipeline:
-        p.run(state)
+        with timing.phase(f"pass {p.name}"):
+            p.run(state)
     return state
 
 

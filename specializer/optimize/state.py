@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from specializer import timing
 from specializer.inputs import Model
 from specializer.library import cmsis, libjit
 from specializer.llvm.passes import ModuleState
@@ -26,8 +27,9 @@ class BuildContext:
     def default(cls, cmsis_nn_path: str | None = None) -> BuildContext:
         """The shim, or the checkout `cmsis_nn_path` (else $SPECIALIZER_CMSIS_NN) names: the one
         place a build reads the environment."""
-        nn = cmsis.cmsis_nn(cmsis_nn_path)
-        return cls(libjit.build(nn=nn), nn)
+        with timing.phase("kernel library (libjit)"):
+            nn = cmsis.cmsis_nn(cmsis_nn_path)
+            return cls(libjit.build(nn=nn), nn)
 
 
 @dataclass

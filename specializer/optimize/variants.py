@@ -53,6 +53,7 @@ from specializer.errors import UserError
 from specializer.inputs import Model
 from specializer.llvm import emit, irtext, module, transforms
 from specializer.llvm.transforms import O2, Constprop
+from specializer import timing
 from specializer.optimize import difftext, pipeline
 from specializer.optimize.link import Link
 from specializer.optimize.relayout import RelayoutPass
@@ -147,7 +148,8 @@ def _write(path: Path, text: str) -> Path:
 
 def _write_ir(path: Path, text: str, spec: Specialized | None = None) -> Path:
     """A module's text and, next to it, its diff-oriented text (difftext.py; `spec`'s clones labeled)."""
-    difftext.write(difftext.diff_path(path), text, path.name, difftext.clone_notes(spec.sites) if spec else None)
+    with timing.phase("diff-oriented IR"):
+        difftext.write(difftext.diff_path(path), text, path.name, difftext.clone_notes(spec.sites) if spec else None)
     return _write(path, text)
 
 
@@ -160,8 +162,9 @@ def _library_object(path: Path, context: BuildContext) -> Path:
     bitcode = context.library.bitcode
     key = hashlib.sha256(Path(bitcode).read_bytes()).hexdigest()
     if key not in _LIBRARY_OBJECTS:
-        lib = module.parse_bitcode(bitcode)
-        transforms.optimize(lib)
+        with timing.phase("kernel library object (O2)"):
+            lib = module.parse_bitcode(bitcode)
+            transforms.optimize(lib)
         _LIBRARY_OBJECTS[key] = _emit(lib, path, data_sections=True).read_bytes()
     path.write_bytes(_LIBRARY_OBJECTS[key])
     return path
@@ -169,7 +172,8 @@ def _library_object(path: Path, context: BuildContext) -> Path:
 
 def _emit(mod, path: Path, data_sections: bool = False) -> Path:
     """The object, with a section per function (and per global with `data_sections`)."""
-    mod = module.parse(irtext.with_sections(str(mod), data_sections), path.name)
+    with timing.phase("sections (print, parse)"):
+        mod = module.parse(irtext.with_sections(str(mod), data_sections), path.name)
     path.write_bytes(emit.emit_object(mod))
     return path
 

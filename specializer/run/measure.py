@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specializer import timing
 from specializer.run import cycles, firmware, qemu, symbols
 from specializer.errors import UserError
 from specializer.capture.manifest import Manifest, np_dtype
@@ -146,23 +147,28 @@ def measure(objects: Path | list[Path], manifest: Manifest, workdir: Path, metho
     the model's flash and static RAM from the model linked alone (firmware.footprint). The
     manifest's other vectors run on the same objects (icount: outputs only) and must pass too.
     `contexts`: the profile also counts every block per context in the entry (qemu.run's ctx)."""
-    fw = firmware.build(objects, manifest, workdir)
-    fp = firmware.footprint(objects, roots(manifest), workdir)
+    with timing.phase("firmware link"):
+        fw = firmware.build(objects, manifest, workdir)
+    with timing.phase("footprint link"):
+        fp = firmware.footprint(objects, roots(manifest), workdir)
     ctx = None
     if contexts and method == "plugin":
         ctx = next((a, a + n) for a, n, name in symbols.functions(fw.elf) if name == manifest.entry)
-    result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout, ctx=ctx)
+    with timing.phase("qemu run"):
+        result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout, ctx=ctx)
     max_abs, max_rel, ok = check(result, manifest)
     for k in range(len(manifest.vectors)):  # the same objects, another input: outputs only
         vec, where = manifest.at(k), workdir / f"vector{k + 1}"
-        fw_k = firmware.build(objects, vec, where)
-        more = check(qemu.run(fw_k.elf, start=fw_k.entry_addr, stop=fw_k.stop_addr, method="icount",
-                              timeout=timeout), vec)
+        with timing.phase("more inputs: link and run"):
+            fw_k = firmware.build(objects, vec, where)
+            more = check(qemu.run(fw_k.elf, start=fw_k.entry_addr, stop=fw_k.stop_addr, method="icount",
+                                  timeout=timeout), vec)
         max_abs, max_rel, ok = max(max_abs, more[0]), max(max_rel, more[1]), ok and more[2]
         if more[2]:  # kept only to look into a failure
             shutil.rmtree(where)
     if method == "plugin":
-        est = cycles.estimate(result.profile)
+        with timing.phase("cycle estimate"):
+            est = cycles.estimate(result.profile)
         insns, cyc = est.insns, est.cycles
     else:
         insns, cyc = result.counter_insns, None
