@@ -1,9 +1,12 @@
-"""Writing outputs so that none is ever half-written: a temporary name, then a rename."""
+"""Files in and out: outputs written so that none is ever half-written (a temporary name, then a
+rename), and a model file read or refused in one line."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from specializer.errors import UserError
 
 
 def write_all(files: list[tuple[Path, str | bytes]]) -> None:
@@ -25,3 +28,11 @@ def write_all(files: list[tuple[Path, str | bytes]]) -> None:
 
 def write(path: Path, data: str | bytes) -> None:
     write_all([(path, data)])
+
+
+def read_bytes(path: Path) -> bytes:
+    """A model file's bytes, or one line saying why not."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None

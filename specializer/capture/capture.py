@@ -500,8 +500,7 @@ def capture(source: Path, function: str | None, out_dir: Path, ir_dots: bool = F
     if model is not None:  # the reference outputs are the format's own interpreter's
         manifest, checked = imported.with_oracle(model, manifest, xss[1:])
         log = log + checked
-        if Path(source).suffix.lower() == ".tflite":  # ONNX's layers: not yet
-            found = layers.of_tflite(model, imported.tflite_micro_arena(model))
+        found = imported.layers_of(model)
     try:
         manifest_text = manifest.dumps()  # before anything is written: both files or neither
     except (TypeError, ValueError) as e:

@@ -85,10 +85,18 @@ class Format:
     # for a model of int8 blocks whose oracle rounds otherwise (ONNX QDQ): the name of this
     # module's function (model, xs, outputs) -> (log lines); model.json then keeps JAX's outputs
     int8_rule: str | None = None
+    # model -> its layers.json (capture/layers.py), for a format whose layers capture knows
+    layers: Callable | None = None
+
+
+def _tflite_layers(model):
+    from specializer.capture import layers
+
+    return layers.of_tflite(model, tflite_micro_arena(model))
 
 
 FORMATS = {
-    ".tflite": Format(read_tflite, "TFLite Micro", "run_tflite_micro", _tflite_version),
+    ".tflite": Format(read_tflite, "TFLite Micro", "run_tflite_micro", _tflite_version, layers=_tflite_layers),
     ".onnx": Format(read_onnx, "onnx.reference", "run_onnx_reference", _onnx_version, "onnx_qdq_rule"),
 }
 
@@ -128,6 +136,12 @@ def format_of(path: Path) -> Format | None:
 
 def is_model_file(path: Path) -> bool:
     return format_of(path) is not None
+
+
+def layers_of(model):
+    """The model's layers.json (capture/layers.py's Layers), None for a format that has none yet (.onnx)."""
+    fmt = format_of(model.path)
+    return fmt.layers(model) if fmt.layers is not None else None
 
 
 def read(path: Path, every_layer: bool = False):

@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from specializer import files
 from specializer.errors import UserError
 
 # the element types a value may have (numpy's names), by TensorProto's code
@@ -87,10 +88,7 @@ def _first_line(e: BaseException) -> str:
 
 def read_graph(path: Path) -> OnnxGraph:
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    raw = files.read_bytes(path)
     try:
         model = onnx.load_model_from_string(raw)
     except Exception as e:  # protobuf's DecodeError, and whatever a damaged file raises

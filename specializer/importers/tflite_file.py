@@ -13,6 +13,7 @@ import numpy as np
 from tflite_micro.python.tflite_micro.runtime import get_builtin_code_from_operator_code
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
+from specializer import files
 from specializer.errors import UserError
 
 
@@ -89,10 +90,7 @@ def refuse_op(path: Path, op: OpRecord, what: str) -> Refused:
 
 def read_graph(path: Path) -> GraphRecord:
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    raw = files.read_bytes(path)
     if len(raw) < 8 or not schema.Model.ModelBufferHasIdentifier(raw, 0):
         raise UserError(f"{path.name}: not a TFLite flatbuffer (no 'TFL3' file identifier)")
     try:
