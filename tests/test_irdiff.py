@@ -55,7 +55,8 @@ def builds(tmp_path_factory):
         src = root / f"{name}.py"
         src.write_text(MODEL + edit)
         c = capture(src, "mlp3", root / name)
-        out[name] = variants.build(inputs.load(c.model_ll), "all-args", root / name / "all-args").dir
+        out[name] = variants.build(inputs.load(c.model_ll), "all-args", root / name / "all-args",
+                                   diff_text=name == "base").dir
     return out
 
 

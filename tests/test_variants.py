@@ -17,7 +17,7 @@ ARTIFACTS = ("linked.ll", "specialized.ll", "optimized.ll", "specialization.log"
 def test_every_variant_passes_and_rebuild_is_identical(captured, tmp_path):
     c = captured("mlp")  # XLA kernels with call frames and libjit matmul calls
     out = tmp_path / "a"
-    r = subprocess.run([*SPECIALIZE, "--all-args", c.model_ll, "-o", out, "--json"],
+    r = subprocess.run([*SPECIALIZE, "--all-args", c.model_ll, "-o", out, "--json", "--diff-text"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
@@ -55,8 +55,12 @@ def test_every_variant_passes_and_rebuild_is_identical(captured, tmp_path):
     model = inputs.load(c.model_ll)
     for v in ("lto", "all-args"):  # with the unroll threshold and shape-only calls the comparison measured fastest
         o = variants.Options.of(unroll_threshold=rows[v]["unroll_threshold"], shape_only=frozenset(rows[v]["shape_only"]))
-        variants.build(model, v, tmp_path / "b" / v, o)
+        variants.build(model, v, tmp_path / "b" / v, o, diff_text=True)
         assert (out / v / "optimized.diff.ll").exists() and (out / v / "linked.diff.ll").exists()
+        # not asked for: no diff-oriented text, the rest the same
+        variants.build(model, v, tmp_path / "c" / v, o)
+        assert not list((tmp_path / "c" / v).glob("*.diff.ll"))
+        assert (tmp_path / "c" / v / "optimized.ll").read_bytes() == (out / v / "optimized.ll").read_bytes()
         for name in ARTIFACTS:
             first = out / v / name
             if first.exists():

@@ -52,7 +52,7 @@ with the kernels. pipeline.txt holds the steps after 'link': 'specialize opt
 -passes="$(cat DIR/<variant>/pipeline.txt)" DIR/<variant>/linked.ll' gives its optimized.ll.
 
 artifacts in DIR/<variant>/: linked.ll, pipeline.txt, specialized.ll, optimized.ll (each .ll
-with a .diff.ll), specialization.log and .json, profile.txt and .json (per function:
+with a .diff.ll with --diff-text), specialization.log and .json, profile.txt and .json (per function:
 instructions, est. cycles), firmware.elf; DIR/report.md and DIR/report.json hold the comparison.
 """
 
@@ -77,6 +77,9 @@ def main(argv: list[str]) -> int:
                    help="comparison: output directory (default: next to FILE.ll, 'variants' for model.ll, "
                         "else '<name>.variants'); with -S/--emit: output file ('-' for stdout)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--diff-text", action="store_true",
+                   help="write each .ll of a build with its diff-oriented text next to it (*.diff.ll: stable names, "
+                        "for diffing by hand; 'specialize diff-ir' renders its own)")
     p.add_argument("--variants", metavar="LIST",
                    help=f"comma-separated variants to build (default: separate,lto,llvm-funcspec,dims and, with "
                         f"--all-args, all-args; have: {','.join(VARIANTS)})")
@@ -155,7 +158,8 @@ def main(argv: list[str]) -> int:
     show = a.progress or (not a.quiet and sys.stderr.isatty())
     progress = (lambda text: print(f"specialize: {model.name}: {text}", file=sys.stderr, flush=True)) if show else None
     with timing.recording() as rec:
-        c = compare(model, out, options, which, method=a.method, timeout=a.timeout, progress=progress)
+        c = compare(model, out, options, which, method=a.method, timeout=a.timeout, progress=progress,
+                    diff_text=a.diff_text)
     if a.verbose:  # times differ run to run: never in the report files, only when asked for
         print(f"specialize: {model.name}: where the time went\n{rec.table()}", file=sys.stderr)
     if a.json:

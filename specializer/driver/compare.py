@@ -80,8 +80,10 @@ def _choose_calls(options: variants.Options, out_dir: Path, t, dims_costs: dict,
 
 def compare(model: Model, out_dir: Path, options: variants.Options = variants.Options(),
             which: tuple[str, ...] = variants.VARIANTS, method: str = "plugin",
-            timeout: float = 120, progress=None, context: BuildContext | None = None) -> Comparison:
-    """`progress(text)`, when given, hears each step as it starts (the CLI prints it on stderr)."""
+            timeout: float = 120, progress=None, context: BuildContext | None = None,
+            diff_text: bool = False) -> Comparison:
+    """`progress(text)`, when given, hears each step as it starts (the CLI prints it on stderr);
+    `diff_text`: every .ll a build writes with its .diff.ll (variants.py)."""
     say = progress or (lambda text: None)
     context = context or BuildContext.default()
     out_dir = Path(out_dir)
@@ -95,7 +97,7 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
 
         def run(o: variants.Options, d: Path, note: str, v=v, step=step) -> Candidate:
             return build_and_measure(model, v, d, o, context=context, method=method, timeout=timeout,
-                                     say=step, note=note)
+                                     say=step, note=note, diff_text=diff_text)
 
         for t in tried:
             d = out_dir / v if len(tried) == 1 else out_dir / ".unroll" / f"{v}-{t or 'llvm'}"

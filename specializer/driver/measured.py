@@ -37,13 +37,15 @@ class Candidate:
 def build_and_measure(model: Model, variant: str, out_dir: Path, options: variants.Options, *,
                       context: BuildContext | None = None, method: str = "plugin", timeout: float = 120,
                       annotate=None, say=lambda text: None, note: str = "",
-                      function_profile: bool = True, contexts: bool = False) -> Candidate:
+                      function_profile: bool = True, contexts: bool = False, diff_text: bool = False) -> Candidate:
     """Variant `variant` of `model` built with `options` into `out_dir`, then run and measured when
     the model has a manifest (its inputs); with `function_profile`, the cost per function is
     written beside the build (profile.txt, profile.json: what the per-call choice reads);
-    `contexts`: the run's profile counts every block per context in the entry (qemu.run)."""
+    `contexts`: the run's profile counts every block per context in the entry (qemu.run);
+    `diff_text`: each .ll of the build with its .diff.ll."""
     say(f"building{note}")
-    b = variants.build(model, variant, out_dir, options, annotate=annotate, context=context)
+    b = variants.build(model, variant, out_dir, options, annotate=annotate, context=context,
+                       diff_text=diff_text)
     s = options.specialize
     only = s.shape_only if variant == variants.ALL_ARGS else frozenset()
     spec = {}

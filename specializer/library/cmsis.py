@@ -9,7 +9,6 @@ checks a checkout's headers against it (cmsis_api.py's table, cmsis_checkout.py)
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -17,6 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from specializer import cache
 from specializer.errors import UserError
 from specializer.tools import build_dir, shipped
 
@@ -32,10 +32,16 @@ FLOAT_SUFFIXES = ("_f16", "_f32", "_flt")
 def cmsis_dsp() -> Path:
     """The unpacked CMSIS-DSP tree (Include/, PrivateInclude/, Source/); fetched on first use."""
     dest = build_dir() / "cmsis" / f"cmsisdsp-{CMSIS_DSP_VERSION}"
-    if (dest / "Include" / "arm_math.h").is_file():
+    if (dest / "Include" / "arm_math.h").is_file():  # published whole: all of it is there
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+    with cache.making(dest):  # one process fetches; the others wait and find it
+        if not (dest / "Include" / "arm_math.h").is_file():
+            _fetch_dsp(dest)
+    return dest
+
+
+def _fetch_dsp(dest: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp:
         req = Path(tmp) / "requirements.txt"
         req.write_text(f"cmsisdsp=={CMSIS_DSP_VERSION} --hash=sha256:{CMSIS_DSP_SHA256}\n")
         # --no-binary: the sdist carries the C sources; --require-hashes: pinned by content.
@@ -51,11 +57,7 @@ def cmsis_dsp() -> Path:
             members = [m for m in tar.getmembers()
                        if m.isfile() and m.name.split("/")[1:2] in (["Include"], ["PrivateInclude"], ["Source"])]
             tar.extractall(tmp, members=members, filter="data")
-        staged = Path(tmp) / f"cmsisdsp-{CMSIS_DSP_VERSION}"
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(staged, dest)  # all or nothing
-    return dest
+        cache.publish_dir(dest, Path(tmp) / f"cmsisdsp-{CMSIS_DSP_VERSION}")  # all or nothing
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Sources: libkernels/*.c (the `libjit_*` entry points and XLA's math helpers), the CMSIS-DSP
 sources listed in libkernels/cmsis_dsp_sources.txt, and the CMSIS-NN API (the shim or a real
-checkout, see cmsis.py). Rebuilt when any source, flag or the CMSIS-NN choice changes.
+checkout, see cmsis.py). Rebuilt when any source, flag or the CMSIS-NN choice changes; made
+once by processes sharing the build directory (cache.py).
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from specializer import cache
 from specializer.library import cmsis, cmsis_checkout, inline_asm
 from specializer.errors import UserError
 from specializer.target import TARGET
@@ -88,24 +91,32 @@ def build(src_dir: Path | None = None, cmsis_nn_path: str | None = None, nn: cms
     out = out_dir / f"libkernels-{digest}.bc"
     if nn.kind == "checkout":  # the API captured models call (cached or not: one compile, ~0.1 s)
         cmsis_checkout.check(nn.root, clang, flags)
-    if out.exists():
+    if out.exists():  # published whole (cache.py): if it is there, all of it is
         return Library(out, sources, nn.describe())
-    obj_dir = out_dir / f"obj-{digest}"
-    obj_dir.mkdir(exist_ok=True)
-
-    def compile_one(i_s):
-        i, s = i_s
-        ll = obj_dir / f"{i:03d}-{s.stem}.ll"
-        _run([clang, *flags, "-S", "-emit-llvm", str(s), "-o", str(ll)], f"compiling {s.name}")
-        _without_asm(ll, s)
-        return str(ll)
-
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        objs = list(pool.map(compile_one, enumerate(sources)))
-    tmp = out.with_suffix(".tmp")
-    _run([link, *objs, "-o", str(tmp)], "linking libkernels")
-    os.replace(tmp, out)  # never leave a half-written library behind
+    with cache.making(out):  # processes sharing the build directory compile it once
+        if not out.exists():
+            _compile(sources, clang, link, flags, out)
     return Library(out, sources, nn.describe())
+
+
+def _compile(sources: tuple, clang: str, link: str, flags: list[str], out: Path) -> None:
+    """Every source to bitcode in a private directory, linked under a private name, renamed to `out`."""
+    with tempfile.TemporaryDirectory(prefix=f".{out.stem}.", dir=out.parent) as obj_dir:
+        def compile_one(i_s):
+            i, s = i_s
+            ll = Path(obj_dir) / f"{i:03d}-{s.stem}.ll"
+            _run([clang, *flags, "-S", "-emit-llvm", str(s), "-o", str(ll)], f"compiling {s.name}")
+            _without_asm(ll, s)
+            return str(ll)
+
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            objs = list(pool.map(compile_one, enumerate(sources)))
+        tmp = cache.temporary(out, ".bc")
+        try:
+            _run([link, *objs, "-o", str(tmp)], "linking libkernels")
+            os.replace(tmp, out)  # never leave a half-written library behind
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def _without_asm(ll: Path, source: Path) -> None:

@@ -30,7 +30,8 @@ Artifacts (text, byte-identical when the same input is built twice):
 rounds after the first see the constprop of the ones before), `optimized.ll`, `pipeline.txt`
 (the passes after `link`: `specialize opt -passes="$(cat pipeline.txt)" linked.ll` rebuilds
 optimized.ll; pipeline.py), and `specialization.log` / `specialization.json`, and next to each
-`.ll` its diff-oriented text (`optimized.diff.ll`, ...: difftext.py). `separate` writes
+`.ll` its diff-oriented text when asked for (`optimized.diff.ll`, ...: difftext.py; `--diff-text`).
+`separate` writes
 `optimized.ll` of the model module alone (its pipeline.txt runs on model.ll).
 
 Each variant is nothing but its pass pipeline: PIPELINES, one table of pipeline texts, with
@@ -42,7 +43,6 @@ variants only: `separate` and `lto` are what LLVM's defaults give.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -53,7 +53,8 @@ from specializer.errors import UserError
 from specializer.inputs import Model
 from specializer.llvm import emit, irtext, module, transforms
 from specializer.llvm.transforms import O2, Constprop
-from specializer import timing
+from specializer import cache, timing
+from specializer.tools import build_dir
 from specializer.optimize import difftext, pipeline
 from specializer.optimize.link import Link
 from specializer.optimize.relayout import RelayoutPass
@@ -146,26 +147,36 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _write_ir(path: Path, text: str, spec: Specialized | None = None) -> Path:
-    """A module's text and, next to it, its diff-oriented text (difftext.py; `spec`'s clones labeled)."""
-    with timing.phase("diff-oriented IR"):
-        difftext.write(difftext.diff_path(path), text, path.name, difftext.clone_notes(spec.sites) if spec else None)
+def _write_ir(path: Path, text: str, diff_text: bool, spec: Specialized | None = None) -> Path:
+    """A module's text and, with `diff_text`, next to it its diff-oriented text (difftext.py;
+    `spec`'s clones labeled). Rendering walks every instruction (2 s per kws_dscnn file): only
+    when asked for; `specialize diff-ir` renders its own from the .ll."""
+    if diff_text:
+        with timing.phase("diff-oriented IR"):
+            difftext.write(difftext.diff_path(path), text, path.name,
+                           difftext.clone_notes(spec.sites) if spec else None)
     return _write(path, text)
 
 
-# libjit.o by the library bitcode's digest: `separate` compiles the same library for every
-# model, and a process that builds many (scripts/fuzz.py) need not compile it again.
+# libjit.o by the library bitcode and the tool that compiles it: `separate` compiles the same
+# library for every model (4 s, a quarter of a small model's comparison), so it is made once
+# per build directory (cache.py, shared by processes) and kept in memory for a process that
+# builds many models (scripts/fuzz.py).
 _LIBRARY_OBJECTS: dict[str, bytes] = {}
 
 
 def _library_object(path: Path, context: BuildContext) -> Path:
     bitcode = context.library.bitcode
-    key = hashlib.sha256(Path(bitcode).read_bytes()).hexdigest()
+    key = cache.digest(Path(bitcode).read_bytes(), cache.tool_digest())
     if key not in _LIBRARY_OBJECTS:
-        with timing.phase("kernel library object (O2)"):
-            lib = module.parse_bitcode(bitcode)
-            transforms.optimize(lib)
-        _LIBRARY_OBJECTS[key] = _emit(lib, path, data_sections=True).read_bytes()
+        entry = build_dir() / "objects" / f"libjit-{key[:24]}.o"
+        with cache.making(entry):
+            if not entry.is_file():
+                with timing.phase("kernel library object (O2)"):
+                    lib = module.parse_bitcode(bitcode)
+                    transforms.optimize(lib)
+                cache.publish(entry, _emit(lib, path, data_sections=True).read_bytes())
+        _LIBRARY_OBJECTS[key] = entry.read_bytes()
     path.write_bytes(_LIBRARY_OBJECTS[key])
     return path
 
@@ -240,10 +251,11 @@ def optimized(model: Model, variant: str, options: Options = Options(), annotate
 
 
 def build(model: Model, variant: str, out_dir: Path, options: Options = Options(),
-          data_sections: bool = False, annotate=None, context: BuildContext | None = None) -> Build:
+          data_sections: bool = False, annotate=None, context: BuildContext | None = None,
+          diff_text: bool = False) -> Build:
     """Build one variant of `model` into `out_dir`: artifacts and object(s). `data_sections`: the
     model object gets a section per global too (.rodata.<weight>, .bss.<buffer>), as a bundle
-    wants them for placing weights and buffers."""
+    wants them for placing weights and buffers; `diff_text`: each .ll with its .diff.ll."""
     if variant not in VARIANTS:
         raise UserError(f"unknown variant '{variant}' (have: {', '.join(VARIANTS)})")
     p = pipeline
@@ -253,22 +265,22 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
         steps = p.parse(p.to_text(pipeline_for(variant, options)))
         text = model.text if annotate is None else annotate(model.text)
         mod = p.run(steps, BuildState(model.path.name, str(model.path), text)).as_module()
-        _write_ir(out_dir / "optimized.ll", str(mod))
+        _write_ir(out_dir / "optimized.ll", str(mod), diff_text)
         _write(out_dir / "pipeline.txt", p.to_text(steps) + "\n")
         objs = (_emit(mod, out_dir / "model.o", data_sections), _library_object(out_dir / "libjit.o", context))
         return Build(variant, out_dir, objs)
 
     o = optimized(model, variant, options, annotate, context)
-    _write_ir(out_dir / "linked.ll", o.linked)
+    _write_ir(out_dir / "linked.ll", o.linked, diff_text)
     _write(out_dir / "pipeline.txt", p.to_text(p.after_link(o.pipeline)) + "\n")
     if o.spec is None:
-        _write_ir(out_dir / "optimized.ll", str(o.module))
+        _write_ir(out_dir / "optimized.ll", str(o.module), diff_text)
         return Build(variant, out_dir, (_emit(o.module, out_dir / "model.o", data_sections),))
-    _write_ir(out_dir / "specialized.ll", o.spec.text, o.spec)
+    _write_ir(out_dir / "specialized.ll", o.spec.text, diff_text, o.spec)
     _write(out_dir / "specialization.log", o.log_text())
     _write(out_dir / "specialization.json", o.spec.log_json())
     if o.relaid:
         _write(out_dir / "relayout.json", json.dumps([asdict(r) for r in o.relaid], indent=1, sort_keys=True) + "\n")
     mod, spec = o.module, o.spec
-    _write_ir(out_dir / "optimized.ll", str(mod), spec)
+    _write_ir(out_dir / "optimized.ll", str(mod), diff_text, spec)
     return Build(variant, out_dir, (_emit(mod, out_dir / "model.o", data_sections),), spec)

@@ -26,6 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from specializer import cache
 from specializer.run import faults
 from specializer.errors import UserError
 from specializer.target import TARGET
@@ -122,6 +123,13 @@ def fetch_header() -> Path:
         raise UserError(
             f"qemu-plugin.h missing ({header}) and {FETCH_HEADER_SCRIPT} not found to fetch it"
         )
+    with cache.making(header):  # one process fetches (apt-get into one directory); the others wait
+        if header.is_file() and header.stat().st_size > 0:
+            return header
+        return _fetch_header(header)
+
+
+def _fetch_header(header: Path) -> Path:
     bash = find_tool("bash")
     proc = subprocess.run(
         [bash, str(FETCH_HEADER_SCRIPT), str(build_dir())],
@@ -161,6 +169,13 @@ def ensure_plugin() -> Path:
     so = plugin_dir() / f"libinsn_profile.{digest}.so"
     if so.is_file():
         return so
+    with cache.making(so):
+        if not so.is_file():
+            _build_plugin(header, so)
+    return so
+
+
+def _build_plugin(header: Path, so: Path) -> None:
     cc = find_tool("cc")
     cmd = [cc, "-shared", "-fPIC", "-O2", "-Wall", f"-I{header.parent}", *_glib_cflags(header)]
     so.parent.mkdir(parents=True, exist_ok=True)
@@ -180,7 +195,6 @@ def ensure_plugin() -> Path:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return so
 
 
 # --------------------------------------------------------------------------- profile
