@@ -62,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
                         "and keep the fastest; the default)")
     p.add_argument("--rounds", type=int, default=variants.DEFAULT_ROUNDS)
     p.add_argument("--pre-unroll", action="store_true")
+    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                   help="a model's builds at once (default: one per core); the reports are the same for any N")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build every variant again (default: reuse the builds an earlier run kept, when "
+                        "nothing that determines them changed: specializer/driver/reuse.py)")
     a = p.parse_args(argv)
     names = a.names or list(EXAMPLES)
     files = [Path(n) for n in names if imported.is_model_file(Path(n))]
@@ -82,14 +87,14 @@ def main(argv: list[str] | None = None) -> int:
     comparisons: list[report.Comparison] = []
     failed: dict[str, str] = {}
     for name in names:
-        comp = _run(name, lambda d: capture(example_path(name), name, d), out, options, failed)
+        comp = _run(name, lambda d: capture(example_path(name), name, d), out, options, failed, a)
         if comp is not None:
             comparisons.append(comp)
     from_files: list[report.Comparison] = []
     files_failed: dict[str, str] = {}
     arenas: dict[str, int] = {}
     for f in files:
-        comp = _run(f.stem, lambda d: capture(f, None, d, examples=a.examples), out, options, files_failed)
+        comp = _run(f.stem, lambda d: capture(f, None, d, examples=a.examples), out, options, files_failed, a)
         if comp is not None:
             from_files.append(comp)
             arena = imported.tflite_micro_arena(imported.read(f))
@@ -150,12 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if bad else 0
 
 
-def _run(name: str, captured, out: Path, options, failed: dict) -> report.Comparison | None:
-    """Capture (`captured(dir)`), compare and print one model; None (and `failed[name]`) on error."""
+def _run(name: str, captured, out: Path, options, failed: dict, a) -> report.Comparison | None:
+    """Capture (`captured(dir)`), compare and print one model (`a`: the jobs and cache options);
+    None (and `failed[name]`) on error."""
     start = time.monotonic()
     try:
         c = captured(out / name)
-        comp = compare(inputs.load(c.model_ll), out / name / "variants", options, variants.VARIANTS)
+        comp = compare(inputs.load(c.model_ll), out / name / "variants", options, variants.VARIANTS,
+                       jobs=a.jobs, reuse=not a.no_cache)
     except UserError as e:
         failed[name] = str(e)
         print(f"### {name}\n\nerror: {e}\n", flush=True)

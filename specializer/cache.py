@@ -86,16 +86,18 @@ _TOOL: list[str] = []
 
 
 def tool_digest() -> str:
-    """What a product depends on besides its own inputs: this package's code (every module: the
-    passes, the code generator's options, the target) and the LLVM it runs (llvmlite's build).
-    Any edit to the tool makes new entries; old ones are never read again."""
+    """What a product depends on besides its own inputs: this package's files (every module: the
+    passes, the code generator's options, the target; the firmware harness and the QEMU plugin's
+    source) and the LLVM it runs (llvmlite's build). Any edit to the tool makes new entries; old
+    ones are never read again."""
     if not _TOOL:
         import llvmlite
         import llvmlite.binding as llvm
 
         root = Path(__file__).resolve().parent
         parts: list[bytes | str] = [llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info))]
-        for f in sorted(root.rglob("*.py")):
-            parts += [str(f.relative_to(root)), f.read_bytes()]
+        for f in sorted(root.rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts:
+                parts += [str(f.relative_to(root)), f.read_bytes()]
         _TOOL.append(digest(*parts))
     return _TOOL[0]

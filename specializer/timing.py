@@ -44,6 +44,9 @@ class Recorder:
         for name, calls, s in self.rows():
             lines.append(f"{name:<28} {calls or '':>6} {s:9.2f} {100 * s / wall:6.1f}")
         lines.append(f"{'total (wall)':<28} {'':>6} {wall:9.2f} {100.0:6.1f}")
+        work = sum(self.seconds.values())
+        if work > wall:  # builds ran side by side (parallel.py): % of the wall time, summing past 100
+            lines.append(f"(builds ran side by side: {work:.2f} s of phases in {wall:.2f} s, {work / wall:.2f}x)")
         return "\n".join(lines)
 
     def as_dict(self) -> dict:
@@ -69,6 +72,17 @@ def phase(name: str):
         rec.calls[name] = rec.calls.get(name, 0) + 1
         if rec.stack:
             rec.stack[-1][1] += elapsed
+
+
+def add(seconds: dict, calls: dict) -> None:
+    """Phases timed elsewhere (a build run beside others in a child process: parallel.py) added to
+    the active recorder. With several jobs the phases then add up to more than the wall time."""
+    rec = _CURRENT.get()
+    if rec is None:
+        return
+    for name, s in seconds.items():
+        rec.seconds[name] = rec.seconds.get(name, 0.0) + s
+        rec.calls[name] = rec.calls.get(name, 0) + calls.get(name, 0)
 
 
 @contextlib.contextmanager

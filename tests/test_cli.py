@@ -33,7 +33,7 @@ def test_help_of_unknown_command_is_one_line():
 
 def test_progress_on_stderr_and_quiet(captured, tmp_path):
     c = captured("quadratic")
-    r = run_cli(c.model_ll, "--variants", "lto", "-o", tmp_path / "a", "--progress")
+    r = run_cli(c.model_ll, "--variants", "lto", "-o", tmp_path / "a", "--progress", "--no-cache")
     assert r.returncode == 0, r.stderr
     assert "[1/1] lto: building" in r.stderr and "[1/1] lto: running on QEMU" in r.stderr
     q = run_cli(c.model_ll, "--variants", "lto", "-o", tmp_path / "b")  # not a terminal: quiet

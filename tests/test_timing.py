@@ -40,7 +40,7 @@ def test_nothing_is_recorded_without_a_recorder():
 
 def test_verbose_prints_the_phases_and_changes_nothing_else(captured, tmp_path):
     c = captured("quadratic")
-    base = [*SPECIALIZE, str(c.model_ll), "--variants", "lto", "-q"]
+    base = [*SPECIALIZE, str(c.model_ll), "--variants", "lto", "-q", "--no-cache"]  # built, not reused
     plain = subprocess.run([*base, "-o", tmp_path / "a"], capture_output=True, text=True)
     verbose = subprocess.run([*base, "-o", tmp_path / "b", "-v"], capture_output=True, text=True)
     assert plain.returncode == verbose.returncode == 0, verbose.stderr

@@ -77,6 +77,12 @@ def main(argv: list[str]) -> int:
                    help="comparison: output directory (default: next to FILE.ll, 'variants' for model.ll, "
                         "else '<name>.variants'); with -S/--emit: output file ('-' for stdout)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                   help="builds at once (each variant at each unroll threshold; the per-call choice's rebuilds): "
+                        "default one per core; the result is the same for any N")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build everything again: do not reuse the builds an earlier run kept in the build "
+                        "directory (an unchanged build is reused by default; SPECIALIZER_BUILD_DIR)")
     p.add_argument("--diff-text", action="store_true",
                    help="write each .ll of a build with its diff-oriented text next to it (*.diff.ll: stable names, "
                         "for diffing by hand; 'specialize diff-ir' renders its own)")
@@ -127,6 +133,8 @@ def main(argv: list[str]) -> int:
     threshold, candidates = a.unroll_threshold
     if a.rounds < 1:
         p.error("--rounds must be >= 1")
+    if a.jobs is not None and a.jobs < 1:
+        p.error("-j/--jobs must be >= 1")
     from specializer import inputs
     from specializer.report import tables as report
     from specializer.optimize import variants
@@ -159,7 +167,7 @@ def main(argv: list[str]) -> int:
     progress = (lambda text: print(f"specialize: {model.name}: {text}", file=sys.stderr, flush=True)) if show else None
     with timing.recording() as rec:
         c = compare(model, out, options, which, method=a.method, timeout=a.timeout, progress=progress,
-                    diff_text=a.diff_text)
+                    diff_text=a.diff_text, jobs=a.jobs, reuse=not a.no_cache)
     if a.verbose:  # times differ run to run: never in the report files, only when asked for
         print(f"specialize: {model.name}: where the time went\n{rec.table()}", file=sys.stderr)
     if a.json:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from specializer import files, timing
+from specializer import files, parallel, timing
 from specializer.driver import callchoice
 from specializer.driver.measured import Candidate, build_and_measure
 from specializer.inputs import Model
@@ -28,13 +28,13 @@ def unroll_thresholds(model: Model, v: str, options: variants.Options) -> tuple:
 
 
 def _keep(out_dir: Path, v: str, best: Path) -> None:
-    """The chosen build becomes DIR/<v> (the row says which threshold); the others go."""
+    """The chosen build becomes DIR/<v> (the row says which threshold); the others go once every
+    variant has kept its own (compare)."""
     target = out_dir / v
     if Path(best) != target:
         if target.exists():
             shutil.rmtree(target)
         shutil.move(str(best), str(target))
-    shutil.rmtree(out_dir / ".unroll", ignore_errors=True)
 
 
 CHOICE_ROUNDS = 3  # shape-only rebuilds of all-args at most (callchoice.py)
@@ -46,20 +46,22 @@ def _best(results: list[Candidate]) -> Candidate:
 
 
 def _choose_calls(options: variants.Options, out_dir: Path, t, dims_costs: dict, dims_cycles: int,
-                  results: list[Candidate], run) -> None:
-    """all-args at unroll threshold `t` (its build in `results`) with the calls dims ran faster at `t` shape-only
-    (callchoice.py), each rebuild appended to `results`. A rebuild shifts what the size budget
-    admits, so the calls are costed again in the rebuild, until no call is added (at most
-    CHOICE_ROUNDS rebuilds); the comparison keeps the fastest of them all.
+                  tried: list[Candidate], run) -> list[Candidate]:
+    """all-args at unroll threshold `t` (its builds so far: `tried`) with the calls dims ran faster
+    at `t` shape-only (callchoice.py): the rebuilds, in the order made. A rebuild shifts what the
+    size budget admits, so the calls are costed again in the rebuild, until no call is added (at
+    most CHOICE_ROUNDS rebuilds); the comparison keeps the fastest of them all.
     `run(options, dir, note)` builds and runs one all-args build (build_and_measure)."""
+    made: list[Candidate] = []
+
     def build(only: frozenset, n: int) -> Candidate:
         note = f" (unroll threshold {t or 'LLVM'}, {len(only)} calls shape-only: {', '.join(map(str, sorted(only)))})"
         c = run(options.but(unroll_threshold=t, shape_only=only),
                 out_dir / ".unroll" / f"all-args-{t or 'llvm'}-shape-only-{n}", note)
-        results.append(c)
+        made.append(c)
         return c
 
-    first = min((c for c in results if c.unroll_threshold == t), key=lambda c: c.row.cycles or 0)
+    first = min(tried, key=lambda c: c.row.cycles or 0)
     only, best = frozenset(), first
     for n in range(1, CHOICE_ROUNDS + 1):
         more = only | callchoice.choose(dims_costs, callchoice.read(best.dir))
@@ -68,52 +70,69 @@ def _choose_calls(options: variants.Options, out_dir: Path, t, dims_costs: dict,
         only = more
         best = build(only, n)  # costed next even when not faster: what the added calls shifted is in it
         if not best.passed:
-            return
+            return made
     # A function several calls share is charged to them by entries, which can misjudge calls of
     # different sizes; when all-args is still slower than dims, dims' rule at every call is the
     # last candidate (the table then lists every call as shape-only)
     every = frozenset(n for _, _, n in callsites.calls((first.dir / "linked.ll").read_text()) if n is not None)
-    fastest = min((c.row.cycles or 0) for c in results if c.unroll_threshold == t and c.passed)
+    fastest = min((c.row.cycles or 0) for c in tried + made if c.passed)
     if every and every != only and fastest > dims_cycles:
         build(every, CHOICE_ROUNDS + 1)
+    return made
 
 
 def compare(model: Model, out_dir: Path, options: variants.Options = variants.Options(),
             which: tuple[str, ...] = variants.VARIANTS, method: str = "plugin",
             timeout: float = 120, progress=None, context: BuildContext | None = None,
-            diff_text: bool = False) -> Comparison:
+            diff_text: bool = False, jobs: int | None = None, reuse: bool = False) -> Comparison:
     """`progress(text)`, when given, hears each step as it starts (the CLI prints it on stderr);
-    `diff_text`: every .ll a build writes with its .diff.ll (variants.py)."""
+    `diff_text`: every .ll a build writes with its .diff.ll (variants.py); `jobs`: builds run at
+    once (default: one per core; parallel.py) -- the first round of builds (every variant at every
+    unroll threshold) side by side, then the per-call choice's rebuilds of each threshold side by
+    side; the result is the same with any number of jobs; `reuse`: each build that an earlier run
+    made from the same inputs is copied from the build directory (reuse.py)."""
     say = progress or (lambda text: None)
     context = context or BuildContext.default()
+    jobs = parallel.default_jobs() if jobs is None else jobs
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = []
+
+    def run(v: str, o: variants.Options, d: Path, note: str) -> Candidate:
+        i = which.index(v) + 1
+        return build_and_measure(model, v, d, o, context=context, method=method, timeout=timeout,
+                                 say=lambda text: say(f"[{i}/{len(which)}] {v}: {text}"), note=note,
+                                 diff_text=diff_text, reuse=reuse)
+
+    def first_round(v: str, t, several: bool):
+        d = out_dir / ".unroll" / f"{v}-{t or 'llvm'}" if several else out_dir / v
+        return lambda: run(v, options.but(unroll_threshold=t), d, f" (unroll threshold {t or 'LLVM'})" if several else "")
+
+    plan = [(v, t, len(tried) > 1) for v in which for tried in [unroll_thresholds(model, v, options)] for t in tried]
+    built = parallel.run_all([first_round(v, t, several) for v, t, several in plan], jobs)
+    results: dict[str, list[Candidate]] = {v: [] for v in which}
+    for (v, _, _), c in zip(plan, built):
+        results[v].append(c)
     dims_costs: dict = {}  # unroll threshold -> the dims build's call costs (callchoice.py) and est. cycles
-    for i, v in enumerate(which, 1):
-        tried = unroll_thresholds(model, v, options)
-        results: list[Candidate] = []
-        step = lambda text, i=i, v=v: say(f"[{i}/{len(which)}] {v}: {text}")  # noqa: E731
-
-        def run(o: variants.Options, d: Path, note: str, v=v, step=step) -> Candidate:
-            return build_and_measure(model, v, d, o, context=context, method=method, timeout=timeout,
-                                     say=step, note=note, diff_text=diff_text)
-
-        for t in tried:
-            d = out_dir / v if len(tried) == 1 else out_dir / ".unroll" / f"{v}-{t or 'llvm'}"
-            c = run(options.but(unroll_threshold=t), d,
-                    f" (unroll threshold {t or 'LLVM'})" if len(tried) > 1 else "")
-            results.append(c)
-            if v == variants.DIMS and c.passed and (c.dir / "profile.json").exists():
-                dims_costs[t] = (callchoice.read(c.dir), c.row.cycles or 0)
-        if v == variants.ALL_ARGS and not options.specialize.shape_only:
-            for c in list(results):
-                if c.unroll_threshold in dims_costs and c.passed:
-                    _choose_calls(options, out_dir, c.unroll_threshold, *dims_costs[c.unroll_threshold], results, run)
-        best = _best(results)
-        if len(results) > 1:
+    for c in results.get(variants.DIMS, []):
+        if c.passed and (c.dir / "profile.json").exists():
+            dims_costs[c.unroll_threshold] = (callchoice.read(c.dir), c.row.cycles or 0)
+    if variants.ALL_ARGS in results and not options.specialize.shape_only:
+        first = results[variants.ALL_ARGS]
+        chains = [c.unroll_threshold for c in first if c.unroll_threshold in dims_costs and c.passed]
+        run_all_args = lambda o, d, note: run(variants.ALL_ARGS, o, d, note)  # noqa: E731
+        rebuilt = parallel.run_all([
+            (lambda t=t: _choose_calls(options, out_dir, t, *dims_costs[t],
+                                       [c for c in first if c.unroll_threshold == t], run_all_args))
+            for t in chains], jobs)
+        for made in rebuilt:
+            results[variants.ALL_ARGS].extend(made)
+    rows = []
+    for v in which:
+        best = _best(results[v])
+        if len(results[v]) > 1:
             _keep(out_dir, v, best.dir)
         rows.append(best.row)
+    shutil.rmtree(out_dir / ".unroll", ignore_errors=True)
     opts = options.as_dict() | {"method": method, "shape_only": sorted(options.specialize.shape_only)}
     m = model.manifest
     checked = {} if m is None else {"reference": m.reference, "checked_inputs": m.checked_inputs}

@@ -13,6 +13,7 @@ from specializer.optimize.state import BuildContext
 from specializer.report.tables import VariantRow
 from specializer import timing
 from specializer.run import firmware, measure, profile
+from specializer.driver import reuse as reuse_
 
 
 @dataclass(frozen=True)
@@ -37,12 +38,38 @@ class Candidate:
 def build_and_measure(model: Model, variant: str, out_dir: Path, options: variants.Options, *,
                       context: BuildContext | None = None, method: str = "plugin", timeout: float = 120,
                       annotate=None, say=lambda text: None, note: str = "",
-                      function_profile: bool = True, contexts: bool = False, diff_text: bool = False) -> Candidate:
+                      function_profile: bool = True, contexts: bool = False, diff_text: bool = False,
+                      reuse: bool = False) -> Candidate:
     """Variant `variant` of `model` built with `options` into `out_dir`, then run and measured when
     the model has a manifest (its inputs); with `function_profile`, the cost per function is
     written beside the build (profile.txt, profile.json: what the per-call choice reads);
     `contexts`: the run's profile counts every block per context in the entry (qemu.run);
-    `diff_text`: each .ll of the build with its .diff.ll."""
+    `diff_text`: each .ll of the build with its .diff.ll; `reuse`: a passing build kept in the build
+    directory from an earlier run with the same inputs is copied instead of built (reuse.py; not
+    with `annotate`, whose function the key cannot name)."""
+    context = context or BuildContext.default()
+    k = None
+    if reuse and annotate is None:
+        k = reuse_.key(model, variant, options, context, method=method, timeout=timeout,
+                       function_profile=function_profile, contexts=contexts, diff_text=diff_text)
+        with timing.phase("reuse (build cache)"):
+            hit = reuse_.load(k, out_dir)
+        if hit is not None:
+            kept, d = hit
+            say(f"reused an unchanged build{note}")
+            b = variants.Build(variant, d, tuple(d / o for o in kept.objects))
+            return Candidate(variant, kept.unroll_threshold, kept.shape_only, b, kept.row, None)
+    c = _build_and_measure(model, variant, out_dir, options, context, method, timeout, annotate, say, note,
+                           function_profile, contexts, diff_text)
+    if k is not None and c.passed:
+        with timing.phase("reuse (build cache)"):
+            reuse_.store(k, out_dir, reuse_.Kept(c.row, tuple(o.name for o in c.build.objects),
+                                                  c.unroll_threshold, c.shape_only))
+    return c
+
+
+def _build_and_measure(model, variant, out_dir, options, context, method, timeout, annotate, say, note,
+                       function_profile, contexts, diff_text) -> Candidate:
     say(f"building{note}")
     b = variants.build(model, variant, out_dir, options, annotate=annotate, context=context,
                        diff_text=diff_text)

@@ -31,10 +31,11 @@ def target_machine(opt: int = 2) -> llvm.TargetMachine:
                                         codemodel="default")
 
 
-def emit_object(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None) -> bytes:
+def emit_object(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None, phase: str = "codegen") -> bytes:
+    """The module's object; `phase` names the time it takes (specialize -v)."""
     tm = tm or target_machine()
     mod.triple = TARGET.triple
-    with options.scoped(CODEGEN_OPTIONS), timing.phase("codegen"):
+    with options.scoped(CODEGEN_OPTIONS), timing.phase(phase):
         return isolate.run(lambda: tm.emit_object(mod), f"emitting Cortex-M4 code for {mod.name}")
 
 

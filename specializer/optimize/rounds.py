@@ -66,7 +66,7 @@ def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = False
                     if target.value_kind == llvm.ValueKind.function:
                         callees.add(target.name)
         calls[f.name] = sorted(callees)
-    elf = ELFFile(io.BytesIO(emit.emit_object(mod)))
+    elf = ELFFile(io.BytesIO(emit.emit_object(mod, phase="codegen (sizing clones)")))
     sizes, data = {}, 0
     for s in elf.get_section_by_name(".symtab").iter_symbols():
         if s["st_info"]["type"] == "STT_FUNC":

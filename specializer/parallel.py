@@ -1,0 +1,114 @@
+"""Independent steps run at once, each in a forked child; the results in the order given.
+
+A comparison's builds (a variant at an unroll threshold, built, run on QEMU, profiled) share
+nothing but their inputs and write each into its own directory, so they can run side by side
+(`-j N`). A fork needs nothing pickled but the result (no re-import, the same loaded LLVM, as
+llvm/isolate.py does for code generation); the parent gets, in the steps' order, each step's
+value or its error, so the outcome -- files, report, the first error raised -- is what running
+them one after another gives. With one job (or one step) the steps run in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import tempfile
+import time
+import warnings
+from typing import Callable, TypeVar
+
+from specializer import timing
+from specializer.errors import UserError
+
+T = TypeVar("T")
+
+
+def default_jobs() -> int:
+    """How many steps at once when nobody says: one per core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_all(steps: list[Callable[[], T]], jobs: int) -> list[T]:
+    """Every step's value, in order; at most `jobs` running at a time. A step's error is raised
+    once every step has ended (the first in order: as a sequential run would raise it)."""
+    if jobs <= 1 or len(steps) <= 1:
+        return [step() for step in steps]
+    outcomes: list = [None] * len(steps)
+    running: dict[int, tuple[int, object]] = {}  # pid -> (step index, result file)
+    pending = list(range(len(steps)))
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                i = pending.pop(0)
+                out = tempfile.TemporaryFile()
+                running[_start(steps[i], out)] = (i, out)
+            finished = 0
+            for pid in list(running):  # only our children: a caller may have others (subprocess)
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    i, out = running.pop(pid)
+                    outcomes[i] = _outcome(out, status)
+                    finished += 1
+            if not finished:
+                time.sleep(0.02)
+    finally:
+        for pid in running:  # interrupted: no child outlives the comparison
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    values = []
+    for ok, value, seconds, calls in outcomes:
+        timing.add(seconds, calls)
+        if not ok:
+            raise value
+        values.append(value)
+    return values
+
+
+def _start(step: Callable[[], T], out) -> int:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with warnings.catch_warnings():  # forking a process with threads (one that imported JAX): see isolate.py
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        pid = os.fork()
+    if pid:
+        return pid
+    code = 0
+    try:  # the child: never returns into the parent's code
+        with timing.recording() as rec:
+            try:
+                result = (True, step())
+            except UserError as e:  # the same error in the parent (errors.py pickles any subclass)
+                result = (False, e)
+            except BaseException as e:  # noqa: BLE001 - handed to the parent as one line
+                result = (False, UserError(f"{type(e).__name__}: {e}"))
+        pickle.dump((*result, rec.seconds, rec.calls), out)
+        out.flush()
+    except BaseException:  # noqa: BLE001 - the parent reports a child that left no result
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _outcome(out, status: int) -> tuple:
+    out.seek(0)
+    try:
+        return pickle.load(out)
+    except (EOFError, pickle.UnpicklingError):
+        if os.WIFSIGNALED(status):
+            why = f"died of signal {os.WTERMSIG(status)}"
+        else:
+            why = f"exited with status {os.WEXITSTATUS(status)} without a result"
+        return False, UserError(f"a build running beside others {why}"), {}, {}
+    finally:
+        out.close()

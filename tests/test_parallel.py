@@ -1,0 +1,81 @@
+"""Builds side by side (parallel.py, `specialize -j N`): the same values, files and first error
+as one after another; a comparison with -j 1 and -j 3 is the same, byte for byte."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from specializer import parallel, timing
+from specializer.errors import UserError
+
+
+def _step(tmp_path, i: int, fail: bool = False):
+    def run():
+        time.sleep(0.05 * (3 - i % 3))  # finish out of order
+        with timing.phase("work"):
+            (tmp_path / f"ran{i}").write_text(str(os.getpid()))
+        if fail:
+            raise UserError(f"step {i} failed")
+        return {"i": i, "square": i * i}
+    return run
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 4])
+def test_values_in_order_whatever_finishes_first(tmp_path, jobs):
+    with timing.recording() as rec:
+        got = parallel.run_all([_step(tmp_path, i) for i in range(6)], jobs)
+    assert got == [{"i": i, "square": i * i} for i in range(6)]
+    pids = {(tmp_path / f"ran{i}").read_text() for i in range(6)}
+    assert (pids == {str(os.getpid())}) == (jobs == 1)  # in this process only with one job
+    assert rec.calls["work"] == 6  # the children's phases reach the recorder
+
+
+def test_the_first_error_in_order_once_every_step_ended(tmp_path):
+    steps = [_step(tmp_path, 0), _step(tmp_path, 1, fail=True), _step(tmp_path, 2, fail=True), _step(tmp_path, 3)]
+    with pytest.raises(UserError, match="^step 1 failed$"):
+        parallel.run_all(steps, 3)
+    assert all((tmp_path / f"ran{i}").exists() for i in range(4))
+
+
+def test_a_step_that_dies_is_one_line():
+    def dies():
+        os.kill(os.getpid(), 9)
+
+    def other_error():
+        raise KeyError("x")
+
+    with pytest.raises(UserError, match="^a build running beside others died of signal 9$"):
+        parallel.run_all([lambda: 1, dies], 2)
+    with pytest.raises(UserError, match="^KeyError: 'x'$"):
+        parallel.run_all([lambda: 1, other_error], 2)
+
+
+def test_an_error_comes_back_with_its_type_and_fields():
+    from specializer.run.qemu import Hang
+
+    def hangs():
+        raise Hang("model did not finish in 3 s", 3.0)
+
+    with pytest.raises(Hang, match="did not finish") as e:
+        parallel.run_all([lambda: 1, hangs], 2)
+    assert e.value.seconds == 3.0
+
+
+def test_comparison_is_the_same_with_one_job_or_three(captured, tmp_path):
+    """Both unroll thresholds, dims and all-args, the per-call choice's rebuilds: every file of the
+    comparison (reports, IR, objects, profiles, firmware) is byte-identical."""
+    from specializer import inputs
+    from specializer.driver.compare import compare
+
+    model = inputs.load(captured("mlp").model_ll)
+    one = compare(model, tmp_path / "j1", which=("dims", "all-args"), jobs=1)
+    three = compare(model, tmp_path / "j3", which=("dims", "all-args"), jobs=3)
+    assert one == three and one.passed
+    files = sorted(p.relative_to(tmp_path / "j1") for p in (tmp_path / "j1").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "j3") for p in (tmp_path / "j3").rglob("*") if p.is_file())
+    assert any(f.name == "optimized.ll" for f in files) and not (tmp_path / "j1" / ".unroll").exists()
+    for f in files:
+        assert (tmp_path / "j1" / f).read_bytes() == (tmp_path / "j3" / f).read_bytes(), f
