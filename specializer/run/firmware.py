@@ -22,10 +22,11 @@ import numpy as np
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
+from specializer import cache
 from specializer.errors import UserError
 from specializer.capture.manifest import Manifest, Tensor, np_dtype
 from specializer.target import TARGET
-from specializer.tools import find_tool
+from specializer.tools import build_dir, find_tool
 
 GCC_FLAGS = TARGET.gcc_flags()
 
@@ -193,6 +194,28 @@ def _objects(model_obj: Path | Sequence[Path]) -> list[Path]:
     return [Path(model_obj)] if isinstance(model_obj, (str, Path)) else [Path(o) for o in model_obj]
 
 
+_HARNESS: dict[str, bytes] = {}
+
+
+def _harness_object(gcc: str, src: Path, harness_dir: Path) -> bytes:
+    """The harness source's object, compiled once per build directory (a comparison links a
+    firmware per build and per input: a model file checked on 20 inputs made 200 copies of it)."""
+    headers = b"".join(h.read_bytes() for h in sorted(harness_dir.glob("*.h")))
+    key = cache.digest(src.name, src.read_bytes(), headers, " ".join(GCC_FLAGS), gcc, str(Path(gcc).stat().st_mtime_ns))
+    if key not in _HARNESS:
+        entry = build_dir() / "harness" / f"{src.stem}-{key[:24]}.o"
+        with cache.making(entry):
+            if not entry.is_file():
+                tmp = cache.temporary(entry, ".o")
+                try:
+                    _run([gcc, *GCC_FLAGS, f"-I{harness_dir}", "-c", src, "-o", tmp], f"compiling harness {src.name}")
+                    tmp.replace(entry)
+                finally:
+                    tmp.unlink(missing_ok=True)
+        _HARNESS[key] = entry.read_bytes()
+    return _HARNESS[key]
+
+
 def build(model_obj: Path | Sequence[Path], manifest: Manifest, workdir: Path,
           libs: tuple[Path, ...] = ()) -> Firmware:
     """Link the model object(s) with the harness. `libs` are linked too but not counted as model."""
@@ -209,10 +232,13 @@ def build_with(model_obj: Path | Sequence[Path], io: str, entry: str, workdir: P
     io_c = workdir / "io.c"
     io_c.write_text(io)
     objs = []
-    for src in (harness_dir / "startup.S", harness_dir / "harness.c", io_c):
+    for src in (harness_dir / "startup.S", harness_dir / "harness.c"):  # the same for every firmware
         obj = workdir / (src.stem + ".o")
-        _run([gcc, *GCC_FLAGS, f"-I{harness_dir}", "-c", src, "-o", obj], f"compiling harness {src.name}")
+        obj.write_bytes(_harness_object(gcc, src, harness_dir))
         objs.append(obj)
+    obj = workdir / "io.o"
+    _run([gcc, *GCC_FLAGS, f"-I{harness_dir}", "-c", io_c, "-o", obj], "compiling harness io.c")
+    objs.append(obj)
     ld = workdir / "link.ld"
     ld.write_text(linker_script(model_objs))
     elf = workdir / "firmware.elf"
