@@ -15,7 +15,13 @@ Model files (.tflite) are captured with TFLite Micro as the oracle on --examples
 reported apart, in reports/imported.md and .json: the MLPerf Tiny reference models beside the
 published Cortex-M4 results (specializer/report/published.py), RAM beside TFLite Micro's arena.
 Without NAMEs: every example, and the MLPerf Tiny int8 models when ../shared/models/mlperf_tiny
-(beside the checkout) holds them.
+(beside the checkout) holds them. The reports list the models in one order (EXAMPLES', then the
+files') however they were given.
+
+CI's job matrix: `--shard K/N` runs every N-th model from the K-th and writes its results as
+DIR/shard-K-of-N.json; `--merge SHARD.json ...` writes the reports from them (byte for byte
+what one run over every model writes). `-j N` builds a model's variants side by side; unchanged
+builds an earlier run kept are reused (`--no-cache`: build everything).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import json
 import platform
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import llvmlite
@@ -67,7 +74,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-cache", action="store_true",
                    help="build every variant again (default: reuse the builds an earlier run kept, when "
                         "nothing that determines them changed: specializer/driver/reuse.py)")
+    p.add_argument("--shard", type=_shard, metavar="K/N",
+                   help="run only the K-th of N shares of the models (CI's job matrix) and write the results as "
+                        "DIR/shard-K-of-N.json (--reports DIR) for --merge, no reports")
+    p.add_argument("--merge", nargs="+", metavar="SHARD.json",
+                   help="write the reports from the shards' results (no model is built): the same files as one "
+                        "run over every model")
     a = p.parse_args(argv)
+    if a.merge:
+        if a.names or a.shard:
+            p.error("--merge takes the shards' files only (no model names, no --shard)")
+        try:
+            results = _merged([Path(f) for f in a.merge])
+        except (OSError, ValueError, KeyError) as e:
+            print(f"benchmark.py: error: --merge: {e}", file=sys.stderr)
+            return 2
+        return _write_reports(Path(a.reports), results)
     names = a.names or list(EXAMPLES)
     files = [Path(n) for n in names if imported.is_model_file(Path(n))]
     names = [n for n in names if not imported.is_model_file(Path(n))]
@@ -83,29 +105,111 @@ def main(argv: list[str] | None = None) -> int:
     options = variants.Options.of(max_growth=a.max_growth, unroll_threshold=threshold, unroll_candidates=candidates,
                                   rounds=a.rounds, pre_unroll=a.pre_unroll)
     out = Path(a.output)
+    # the reports list the models in one order however they were given or sharded (_merged)
+    names, files = sorted(names, key=_rank), sorted(files, key=lambda f: _rank(f.stem))
+    if a.shard:  # every N-th model of the whole list (examples, then files), from the K-th
+        k, n = a.shard
+        mine = set(([*names, *map(str, files)])[k - 1::n])
+        names, files = [x for x in names if x in mine], [f for f in files if str(f) in mine]
 
-    comparisons: list[report.Comparison] = []
-    failed: dict[str, str] = {}
+    from specializer.library import libjit
+
+    env = {"llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info)),
+           "python": ".".join(platform.python_version_tuple()[:2]), "cmsis_nn": libjit.build().cmsis_nn}
+    results = Results(_options(options), env, examples_run=bool(names), files_run=bool(files))
     for name in names:
-        comp = _run(name, lambda d: capture(example_path(name), name, d), out, options, failed, a)
+        comp = _run(name, lambda d: capture(example_path(name), name, d), out, options, results.failed, a)
         if comp is not None:
-            comparisons.append(comp)
-    from_files: list[report.Comparison] = []
-    files_failed: dict[str, str] = {}
-    arenas: dict[str, int] = {}
+            results.comparisons.append(comp)
     for f in files:
-        comp = _run(f.stem, lambda d: capture(f, None, d, examples=a.examples), out, options, files_failed, a)
+        comp = _run(f.stem, lambda d: capture(f, None, d, examples=a.examples), out, options, results.files_failed, a)
         if comp is not None:
-            from_files.append(comp)
+            results.from_files.append(comp)
             arena = imported.tflite_micro_arena(imported.read(f))
             if arena is not None:
-                arenas[comp.model] = arena
-    if files:
-        _write_imported(Path(a.reports), from_files, files_failed, arenas, options)
-    if not names:
-        bad = files_failed or [c.model for c in from_files if not c.passed]
-        return 1 if bad else 0
+                results.arenas[comp.model] = arena
+    results.profiles = _profiles(out, results.comparisons)
+    if a.shard:
+        reports = Path(a.reports)
+        reports.mkdir(parents=True, exist_ok=True)
+        shard = reports / f"shard-{a.shard[0]}-of-{a.shard[1]}.json"
+        shard.write_text(json.dumps(results.as_dict(), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {shard}", flush=True)
+        return 1 if results.bad() else 0
+    return _write_reports(Path(a.reports), results)
 
+
+def _shard(text: str) -> tuple[int, int]:
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise argparse.ArgumentTypeError(f"not a shard: '{text}' (K/N with 1 <= K <= N, e.g. 2/4)")
+    return int(k), int(n)
+
+
+@dataclass
+class Results:
+    """What the models' runs gave: the reports are written from it alone (a shard writes it as JSON)."""
+    options: dict
+    environment: dict
+    examples_run: bool = False  # variants.md is written when examples ran, imported.md when files did
+    files_run: bool = False
+    comparisons: list = field(default_factory=list)  # the examples'
+    failed: dict = field(default_factory=dict)
+    from_files: list = field(default_factory=list)  # the model files'
+    files_failed: dict = field(default_factory=dict)
+    arenas: dict = field(default_factory=dict)  # model file -> TFLite Micro's arena bytes
+    profiles: dict = field(default_factory=dict)  # model -> variant -> profile.json rows (the plots)
+
+    def bad(self) -> bool:
+        return bool(self.failed or self.files_failed
+                    or [c.model for c in self.comparisons + self.from_files if not c.passed])
+
+    def as_dict(self) -> dict:
+        return {"options": self.options, "environment": self.environment, "examples_run": self.examples_run, "files_run": self.files_run,
+                "comparisons": [c.as_dict() for c in self.comparisons], "failed": self.failed,
+                "from_files": [c.as_dict() for c in self.from_files], "files_failed": self.files_failed,
+                "arenas": self.arenas, "profiles": self.profiles}
+
+
+def _rank(name: str) -> tuple:
+    """A model's place in the reports: EXAMPLES' order, the MLPerf Tiny files in published.FILES'
+    order, then any other file by name."""
+    known = [*EXAMPLES, *(Path(f).stem for f in published.FILES)]
+    return (known.index(name), "") if name in known else (len(known), name)
+
+
+def _merged(paths: list[Path]) -> Results:
+    """The shards' results as one run's: the same options and environment, models in the full order
+    (EXAMPLES, then the MLPerf Tiny files in published.FILES' order, then any others by name)."""
+    shards = [json.loads(p.read_text()) for p in paths]
+    first = shards[0]
+    for p, d in zip(paths, shards):
+        for k in ("options", "environment"):
+            if d[k] != first[k]:
+                raise ValueError(f"{p.name}: its {k} differ from {paths[0].name}'s: shards of different runs")
+    key = _rank
+    r = Results(first["options"], first["environment"], examples_run=any(d["examples_run"] for d in shards), files_run=any(d["files_run"] for d in shards))
+    for d in shards:
+        r.comparisons += map(report.Comparison.from_dict, d["comparisons"])
+        r.from_files += map(report.Comparison.from_dict, d["from_files"])
+        r.failed |= d["failed"]
+        r.files_failed |= d["files_failed"]
+        r.arenas |= d["arenas"]
+        r.profiles |= d["profiles"]
+    r.comparisons.sort(key=lambda c: key(c.model))
+    r.from_files.sort(key=lambda c: key(c.model))
+    r.failed = {n: r.failed[n] for n in sorted(r.failed, key=key)}
+    r.files_failed = {n: r.files_failed[n] for n in sorted(r.files_failed, key=key)}
+    return r
+
+
+def _write_reports(reports: Path, r: Results) -> int:
+    """variants.md/.json and the plots (when examples ran), imported.md/.json (when files did)."""
+    if r.files_run:
+        _write_imported(reports, r.from_files, r.files_failed, r.arenas, r.options)
+    if not r.examples_run:
+        return 1 if r.bad() else 0
+    comparisons, failed = r.comparisons, r.failed
     summary_text, summary = report.summary(
         [_passing(c) for c in comparisons], variants.VARIANTS)
     print("### summary: geometric means over the models of the ratios to `separate` and `lto`, and of all-args to dims\n")
@@ -115,23 +219,19 @@ def main(argv: list[str] | None = None) -> int:
     print(per_mac)
     print(report.NOTE)
 
-    reports = Path(a.reports)
     reports.mkdir(parents=True, exist_ok=True)
-    from specializer.library import libjit
-
-    env = {"llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info)),
-           "python": ".".join(platform.python_version_tuple()[:2]), "cmsis_nn": libjit.build().cmsis_nn}
-    data = {"options": _options(options), "environment": env, "summary": summary,
+    env = r.environment
+    data = {"options": r.options, "environment": env, "summary": summary,
             "models": [c.as_dict() for c in comparisons], "failed": failed}
     for stale in sorted((reports / "plots").glob("*.png")):  # the plots of this run only, as in variants.md
         stale.unlink()
-    written = plots.write_all(data, _profiles(out, comparisons), reports / "plots", list(variants.VARIANTS))
+    written = plots.write_all(data, r.profiles, reports / "plots", list(variants.VARIANTS))
     png = {p.name for p in written}
     print(f"libjit built with CMSIS-NN: {env['cmsis_nn']}")
     md = ["# Variants: separate, lto, llvm-funcspec, dims, all-args", "",
           "Every bundled example, captured, built five ways, run on QEMU `mps2-an386` (Cortex-M4F) "
           "and checked against JAX. Generated by `scripts/benchmark.py`.", "",
-          f"Options: {json.dumps(_options(options), sort_keys=True)}; "
+          f"Options: {json.dumps(r.options, sort_keys=True)}; "
           f"llvmlite {env['llvmlite']} (LLVM {env['llvm']}); libjit built with CMSIS-NN: {env['cmsis_nn']}.", "",
           report.NOTE, "",
           "## Summary: geometric means over the models of the ratios to `separate` and `lto`, and of all-args to dims", "",
@@ -151,8 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     (reports / "variants.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"\nwrote {reports / 'variants.md'}, {reports / 'variants.json'} and {len(written)} plots in "
           f"{reports / 'plots'}")
-    bad = failed or files_failed or [c.model for c in comparisons + from_files if not c.passed]
-    return 1 if bad else 0
+    return 1 if r.bad() else 0
 
 
 def _run(name: str, captured, out: Path, options, failed: dict, a) -> report.Comparison | None:
@@ -173,7 +272,7 @@ def _run(name: str, captured, out: Path, options, failed: dict, a) -> report.Com
 
 
 def _write_imported(reports: Path, comparisons: list[report.Comparison], failed: dict, arenas: dict,
-                    options: variants.Options) -> None:
+                    options: dict) -> None:
     """reports/imported.md and .json: each model file's variants, checked against its format's
     interpreter, and the MLPerf Tiny models beside the published results."""
     beside, beside_data = published.beside_published([_passing(c) for c in comparisons], variants.VARIANTS, arenas)
@@ -181,7 +280,7 @@ def _write_imported(reports: Path, comparisons: list[report.Comparison], failed:
           "Each file captured with TFLite Micro's interpreter as the oracle, built five ways and run on QEMU "
           "`mps2-an386`; every variant checked on every input against TFLite Micro's outputs (int8: bit for "
           "bit). Generated by `scripts/benchmark.py`.", "",
-          f"Options: {json.dumps(_options(options), sort_keys=True)}.", "",
+          f"Options: {json.dumps(options, sort_keys=True)}.", "",
           report.note("TFLite Micro"), ""]
     if beside:
         md += ["## MLPerf Tiny beside the published Cortex-M4 results", "", beside, ""]
@@ -191,7 +290,7 @@ def _write_imported(reports: Path, comparisons: list[report.Comparison], failed:
                f"RAM of the all-args build: {_ram(c, variants.ALL_ARGS)}{arena}.", ""]
     for name, err in failed.items():
         md += [f"## {name}", "", f"not measured: {err}", ""]
-    data = {"options": _options(options), "models": [c.as_dict() for c in comparisons], "failed": failed,
+    data = {"options": options, "models": [c.as_dict() for c in comparisons], "failed": failed,
             "tflite_micro_arena": arenas, "published": beside_data}
     reports.mkdir(parents=True, exist_ok=True)
     (reports / "imported.md").write_text("\n".join(md).rstrip("\n") + "\n")

@@ -216,6 +216,13 @@ def test_ci_workflow():
     wf = yaml.safe_load(text)
     steps = [s for job in wf["jobs"].values() for s in job["steps"]]
     assert any("scripts/benchmark.py" in s.get("run", "") for s in steps)
+    # the models over a job matrix, merged before the diff
+    shard = wf["jobs"]["shard"]
+    assert len(shard["strategy"]["matrix"]["shard"]) == int(wf["env"]["SHARDS"])
+    assert any("--shard ${{ matrix.shard }}/$SHARDS" in s.get("run", "") for s in shard["steps"])
+    merge = wf["jobs"]["compare"]
+    assert merge["needs"] == "shard" and any("--merge" in s.get("run", "") for s in merge["steps"])
+    assert any(s.get("uses", "").startswith("actions/cache") for s in shard["steps"])
 
 
 def test_metric_compared_under_the_field_both_reports_have(tmp_path, base, capsys):

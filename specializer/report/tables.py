@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import textwrap
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 BASELINE = "separate"
 BASELINES = ("separate", "lto")  # every row's deltas are shown against both
@@ -145,6 +145,22 @@ class Comparison:
         return {"model": self.model, "kind": self.kind, "options": self.options, "baseline": BASELINE,
                 "macs": self.macs, **checked,
                 "variants": rows, "all_args_vs_dims": pair}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Comparison:
+        """The comparison `as_dict` wrote (a CI shard's report read back to be merged). The error
+        digits are not in JSON, only the judgement: a row within its tolerance reads back with
+        error 0, one outside with an infinite error, so tables and JSON say the same again."""
+        names = {f.name for f in fields(VariantRow)}
+        rows = []
+        for r in d["variants"]:
+            row = {k: v for k, v in r.items() if k in names}
+            row["shape_only"] = tuple(row.get("shape_only", ()))
+            within = r.get("within_rtol")
+            err = None if within is None else (0.0 if within else float("inf"))
+            rows.append(VariantRow(**row, max_abs_err=err, max_rel_err=err))
+        return cls(d["model"], d["kind"], tuple(rows), d.get("options", {}), d.get("macs"),
+                   d.get("reference", "JAX"), d.get("checked_inputs", 1))
 
 
 def _fmt_delta(d: Delta | None) -> str:
