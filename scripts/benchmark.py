@@ -27,6 +27,7 @@ builds an earlier run kept are reused (`--no-cache`: build everything).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import platform
 import sys
@@ -44,6 +45,7 @@ from specializer.report import plots, published, tables as report
 from specializer.optimize import variants
 from specializer.capture import imported
 from specializer.capture.capture import capture
+from specializer.driver import campaign
 from specializer.driver.compare import compare
 from specializer.errors import UserError
 from specializer.driver.examples import EXAMPLES, example_path
@@ -74,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-cache", action="store_true",
                    help="build every variant again (default: reuse the builds an earlier run kept, when "
                         "nothing that determines them changed: specializer/driver/reuse.py)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="spread the models over this Dask cluster's workers (sharing -o's and the build directory's "
+                        "file system); the same reports")
     p.add_argument("--shard", type=_shard, metavar="K/N",
                    help="run only the K-th of N shares of the models (CI's job matrix) and write the results as "
                         "DIR/shard-K-of-N.json (--reports DIR) for --merge, no reports")
@@ -117,18 +122,28 @@ def main(argv: list[str] | None = None) -> int:
     env = {"llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info)),
            "python": ".".join(platform.python_version_tuple()[:2]), "cmsis_nn": libjit.build().cmsis_nn}
     results = Results(_options(options), env, examples_run=bool(names), files_run=bool(files))
-    for name in names:
-        comp = _run(name, lambda d: capture(example_path(name), name, d), out, options, results.failed, a)
-        if comp is not None:
-            results.comparisons.append(comp)
-    for f in files:
-        comp = _run(f.stem, lambda d: capture(f, None, d, examples=a.examples), out, options, results.files_failed, a)
-        if comp is not None:
-            results.from_files.append(comp)
-            arena = imported.tflite_micro_arena(imported.read(f))
-            if arena is not None:
-                results.arenas[comp.model] = arena
-    results.profiles = _profiles(out, results.comparisons)
+    specs = [("example", n) for n in names] + [("file", str(f)) for f in files]
+    task = functools.partial(_model, out=str(out), options=options, examples=a.examples, jobs=a.jobs,
+                             reuse=not a.no_cache)
+    done: dict[int, dict] = {}
+    try:  # here one model after another, or the models spread over a Dask cluster's workers
+        for i, r in campaign.run(task, specs, scheduler=a.scheduler):
+            print(r["text"], flush=True)
+            done[i] = r
+    except UserError as e:
+        print(f"benchmark.py: error: {e}", file=sys.stderr)
+        return 2
+    for i in sorted(done):  # the reports' order, whatever order the models finished in
+        r = done[i]
+        if r["kind"] == "example":
+            (results.comparisons.append(r["comparison"]) if r["comparison"] else
+             results.failed.__setitem__(r["name"], r["error"]))
+        else:
+            (results.from_files.append(r["comparison"]) if r["comparison"] else
+             results.files_failed.__setitem__(r["name"], r["error"]))
+            if r["arena"] is not None:
+                results.arenas[r["name"]] = r["arena"]
+        results.profiles |= r["profiles"]
     if a.shard:
         reports = Path(a.reports)
         reports.mkdir(parents=True, exist_ok=True)
@@ -254,21 +269,25 @@ def _write_reports(reports: Path, r: Results) -> int:
     return 1 if r.bad() else 0
 
 
-def _run(name: str, captured, out: Path, options, failed: dict, a) -> report.Comparison | None:
-    """Capture (`captured(dir)`), compare and print one model (`a`: the jobs and cache options);
-    None (and `failed[name]`) on error."""
+def _model(spec: tuple[str, str], out: str, options, examples: int, jobs: int | None, reuse: bool) -> dict:
+    """One model captured and compared (a campaign's task: here or on a cluster's worker): its
+    comparison or error, the text to print, TFLite Micro's arena (a model file) and its profiles."""
+    kind, what = spec
+    name = what if kind == "example" else Path(what).stem
     start = time.monotonic()
+    r = {"kind": kind, "name": name, "comparison": None, "error": None, "arena": None, "profiles": {}}
     try:
-        c = captured(out / name)
-        comp = compare(inputs.load(c.model_ll), out / name / "variants", options, variants.VARIANTS,
-                       jobs=a.jobs, reuse=not a.no_cache)
+        if kind == "example":
+            c = capture(example_path(name), name, Path(out) / name)
+        else:
+            c = capture(Path(what), None, Path(out) / name, examples=examples)
+            r["arena"] = imported.tflite_micro_arena(imported.read(Path(what)))
+        comp = compare(inputs.load(c.model_ll), Path(out) / name / "variants", options, variants.VARIANTS,
+                       jobs=jobs, reuse=reuse)
     except UserError as e:
-        failed[name] = str(e)
-        print(f"### {name}\n\nerror: {e}\n", flush=True)
-        return None
-    print(report.table(comp), flush=True)
-    print(f"({name}: {time.monotonic() - start:.0f} s)\n", flush=True)
-    return comp
+        return r | {"error": str(e), "text": f"### {name}\n\nerror: {e}\n"}
+    return r | {"comparison": comp, "profiles": _profiles(Path(out), [comp]) if kind == "example" else {},
+                "text": f"{report.table(comp)}\n({name}: {time.monotonic() - start:.0f} s)\n"}
 
 
 def _write_imported(reports: Path, comparisons: list[report.Comparison], failed: dict, arenas: dict,

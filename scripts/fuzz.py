@@ -3,7 +3,7 @@
 run in every variant on QEMU against op-by-op JAX; one line per program that did not pass, then
 a summary (pass / refused at capture, grouped by the refusal / mismatch / error / xla-differs).
 
-    .venv/bin/python scripts/fuzz.py [--seeds 0:1000] [--batch 8] [--jobs 1] [-o out/fuzz]
+    .venv/bin/python scripts/fuzz.py [--seeds 0:1000] [--batch 8] [--jobs 1 | --scheduler tcp://HOST:PORT] [-o out/fuzz]
 
 Programs are captured `--batch` at a time as one function (each program's outputs are its own,
 so results stay per program; see fuzz.check). Batches alternate the specializing variants'
@@ -21,10 +21,10 @@ import re
 import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from specializer.driver import fuzz
+from specializer.driver import campaign, fuzz
+from specializer.errors import UserError
 from specializer.tools import repo_root
 
 THRESHOLDS = (None, 1000)
@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", default="0:100", help="FIRST:END, or seeds separated by commas (default 0:100)")
     p.add_argument("--batch", type=int, default=8, help="programs captured as one function (default 8)")
     p.add_argument("--jobs", type=int, default=1, help="batches run at once (default 1)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run the batches on this Dask cluster (its workers share -o's file system) instead of "
+                        "--jobs local processes; the same results")
     p.add_argument("-o", "--output", default=str(repo_root() / "out" / "fuzz"))
     p.add_argument("--keep", action="store_true", help="keep every batch's directory (default: only failures)")
     a = p.parse_args(argv)
@@ -104,17 +107,26 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(b, str(out), THRESHOLDS[i % 2], a.keep) for i, b in enumerate(batches)]
     if todo:
         print(f"{len(todo)} programs to run ({len(seeds) - len(todo)} already in {log})", file=sys.stderr, flush=True)
-    with log.open("a") as f, ProcessPoolExecutor(a.jobs) as pool:
-        for rows in pool.map(_batch, jobs):
+    try:
+        _run_batches(jobs, a, log, done)
+    except UserError as e:
+        print(f"fuzz.py: error: {e}", file=sys.stderr)
+        return 2
+    results = [done[s] for s in seeds]
+    print(summary(results))
+    return 1 if any(r["status"] in ("mismatch", "error") for r in results) else 0
+
+
+def _run_batches(jobs: list, a, log: Path, done: dict) -> None:
+    """Every batch, here, on local processes or on the cluster; each result logged as it comes."""
+    with log.open("a") as f:
+        for _, rows in campaign.run(_batch, jobs, scheduler=a.scheduler, jobs=a.jobs):
             for r in rows:
                 f.write(json.dumps(r, sort_keys=True) + "\n")
                 done[r["seed"]] = r
                 if r["status"] != "pass":
                     print(f"seed {r['seed']}: {r['status']}: {r['detail']}", flush=True)
             f.flush()
-    results = [done[s] for s in seeds]
-    print(summary(results))
-    return 1 if any(r["status"] in ("mismatch", "error") for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ and every process reads it whole (cache.py; libjit.build, the library object, th
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shutil
@@ -10,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from specializer import cache
 from specializer.tools import build_dir
@@ -108,3 +111,33 @@ def test_processes_sharing_an_empty_build_directory(tmp_path):
     assert not left, left  # no temporary file or directory left behind
     assert len(list((fresh / "libjit").glob("libkernels-*.bc"))) == 1
     assert len(list((fresh / "objects").glob("libjit-*.o"))) == 1
+
+
+@pytest.mark.slow
+def test_six_comparisons_at_once_on_an_empty_build_directory(captured, tmp_path):
+    """Issue 20's concurrency check: four comparisons of different models and two of the same model
+    started together on an empty build directory (only the fetched CMSIS-DSP sources and QEMU's
+    header copied in): each builds what it needs or waits for the process building it, every
+    result is correct, the two of one model are identical, nothing half-made is left."""
+    shared = build_dir()
+    fresh = tmp_path / "build"
+    (fresh / "cmsis").mkdir(parents=True)
+    for d in (shared / "cmsis").iterdir():
+        if d.is_dir() and not d.name.startswith("."):
+            (fresh / "cmsis" / d.name).symlink_to(d)
+    shutil.copytree(shared / "qemu-plugin" / "include", fresh / "qemu-plugin" / "include")
+    env = os.environ | {"SPECIALIZER_BUILD_DIR": str(fresh)}
+    models = ["quadratic", "softmax", "mlp", "mlp_int8", "elementwise", "elementwise"]
+    procs = [subprocess.Popen([sys.executable, "-m", "specializer.cli", str(captured(m).model_ll), "-o",
+                               str(tmp_path / f"out{i}"), "--json", "-j", "1"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i, m in enumerate(models)]
+    outs = [p.communicate(timeout=1800) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, [e for _, e in outs]
+    for (out, _), m in zip(outs, models):
+        rows = json.loads(out)["variants"]
+        assert [r["status"] for r in rows] == ["pass"] * 4, (m, rows)
+    assert outs[4][0] == outs[5][0]  # the same model twice: the same report
+    left = [p for p in fresh.rglob(".*") if not p.name.endswith(".lock")]
+    assert not left, left
+    assert len(list((fresh / "libjit").glob("libkernels-*.bc"))) == 1

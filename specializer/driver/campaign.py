@@ -1,0 +1,58 @@
+"""Campaigns: many independent tasks (the fuzzer's batches, the benchmark's models) on a Dask
+cluster when given its scheduler's address, else on a local process pool.
+
+    for i, result in campaign.run(task, items, scheduler=None, jobs=2):   # as each finishes
+        ...
+
+`task` must be a module-level function (it is pickled to the workers) and `items` plain data.
+A cluster's workers need this package installed and the task's paths (the output directory, the
+build directory) on a file system they share with the caller; a local cluster on one machine has
+both. Results are the same wherever they run: every task is deterministic and the caller orders
+them (a campaign's log holds one line per item, so an interrupted one resumes where it stopped).
+Dask (the `distributed` package) is an optional extra: `pip install 'specializer[cluster]'`.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Callable, Iterator
+
+from specializer.errors import UserError
+
+
+def run(task: Callable, items: list, *, scheduler: str | None = None, jobs: int = 1) -> Iterator[tuple[int, object]]:
+    """(index, task(item)) for every item, in the order they finish: on the Dask cluster at
+    `scheduler` (tcp://host:port), else `jobs` local processes (1: in this process, in order)."""
+    if scheduler:
+        yield from _on_cluster(task, items, scheduler)
+    elif jobs <= 1:
+        for i, item in enumerate(items):
+            yield i, task(item)
+    else:
+        with ProcessPoolExecutor(jobs) as pool:
+            futures = {pool.submit(task, item): i for i, item in enumerate(items)}
+            for f in as_completed(futures):
+                yield futures[f], f.result()
+
+
+def _on_cluster(task: Callable, items: list, scheduler: str) -> Iterator[tuple[int, object]]:
+    try:
+        from distributed import Client, as_completed as done_first
+    except ImportError:
+        raise UserError("--scheduler needs Dask's 'distributed' package: pip install 'specializer[cluster]'") from None
+    try:
+        client = Client(scheduler, timeout=30)
+    except (OSError, TimeoutError) as e:
+        raise UserError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
+    with client:
+        # pure=False: every item runs (two equal items are two tasks); each keyed by its index
+        futures = client.map(task, items, pure=False, key=[f"{task.__name__}-{i}" for i in range(len(items))])
+        index = {f.key: i for i, f in enumerate(futures)}
+        for f in done_first(futures):
+            try:
+                result = f.result()
+            except UserError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a worker lost, a task that raised: one line
+                raise UserError(f"task {f.key} on {scheduler} failed: {type(e).__name__}: {e}") from None
+            yield index[f.key], result
