@@ -46,7 +46,14 @@ def temporary(path: Path, suffix: str = "") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # as an ordinary new file (mkstemp makes it private)
     return Path(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def publish(path: Path, data: bytes) -> Path:
