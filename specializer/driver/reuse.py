@@ -24,6 +24,7 @@ from pathlib import Path
 
 from specializer import cache
 from specializer.inputs import Model
+from specializer.errors import UserError
 from specializer.optimize import pipeline, variants
 from specializer.optimize.state import BuildContext
 from specializer.report.tables import VariantRow
@@ -49,12 +50,17 @@ def _toolchain() -> str:
     """The firmware linker's and QEMU's versions (they shape the ELF and the counts)."""
     if not _TOOLCHAIN:
         out = []
-        for tool, flag in (("arm-none-eabi-gcc", "--version"), ("qemu-system-arm", "--version")):
+        for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
+            # a version that cannot be read is an error, never a stand-in: a key made from a
+            # stand-in would differ from run to run and keep no build
             try:
-                r = subprocess.run([find_tool(tool), flag], capture_output=True, text=True, timeout=30)
-                out.append((r.stdout.splitlines() or [""])[0])
-            except Exception as e:  # noqa: BLE001 - a missing tool fails the build itself, with its own message
-                out.append(f"{tool}: {type(e).__name__}")
+                r = subprocess.run([find_tool(tool), "--version"], capture_output=True, text=True, timeout=300)
+            except subprocess.TimeoutExpired:
+                raise UserError(f"{tool} --version did not answer in 300 s") from None
+            first = (r.stdout.splitlines() or [""])[0]
+            if r.returncode != 0 or not first:
+                raise UserError(f"{tool} --version failed (exit {r.returncode}): cannot key the build cache")
+            out.append(first)
         _TOOLCHAIN.append("\n".join(out))
     return _TOOLCHAIN[0]
 
