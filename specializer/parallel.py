@@ -57,12 +57,7 @@ def run_all(steps: list[Callable[[], T]], jobs: int) -> list[T]:
             if not finished:
                 time.sleep(0.02)
     finally:
-        for pid in running:  # interrupted: no child outlives the comparison
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
+        _stop(running)
     values = []
     for ok, value, seconds, calls in outcomes:
         timing.add(seconds, calls)
@@ -70,6 +65,32 @@ def run_all(steps: list[Callable[[], T]], jobs: int) -> list[T]:
             raise value
         values.append(value)
     return values
+
+
+def _stop(running: dict) -> None:
+    """Interrupted: no child outlives the comparison, nor what it started. SIGTERM first, so a
+    child ends its QEMU run (qemu.run kills QEMU's process group on any exception; QEMU runs in a
+    session of its own and would outlive a child killed outright), then SIGKILL what is left."""
+    for pid in running:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 10
+    for pid in running:
+        try:
+            while not os.waitpid(pid, os.WNOHANG)[0]:
+                if time.monotonic() > deadline:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    break
+                time.sleep(0.02)
+        except OSError:
+            pass
+
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds: qemu.run kills its QEMU on the way out
 
 
 def _start(step: Callable[[], T], out) -> int:
@@ -83,6 +104,7 @@ def _start(step: Callable[[], T], out) -> int:
         return pid
     code = 0
     try:  # the child: never returns into the parent's code
+        signal.signal(signal.SIGTERM, _terminated)
         with timing.recording() as rec:
             try:
                 result = (True, step())

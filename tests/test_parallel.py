@@ -79,3 +79,40 @@ def test_comparison_is_the_same_with_one_job_or_three(captured, tmp_path):
     assert any(f.name == "optimized.ll" for f in files) and not (tmp_path / "j1" / ".unroll").exists()
     for f in files:
         assert (tmp_path / "j1" / f).read_bytes() == (tmp_path / "j3" / f).read_bytes(), f
+
+
+def _sleeper(pidfile):
+    """Like qemu.run: a process in a session of its own, killed with its group on any exception."""
+    import signal
+    import subprocess
+
+    def step():
+        proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        pidfile.write_text(str(proc.pid))
+        try:
+            proc.wait()
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    return step
+
+
+def test_interrupted_no_child_nor_what_it_started_outlives_it(tmp_path):
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.alarm(2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            parallel.run_all([_sleeper(tmp_path / "a"), _sleeper(tmp_path / "b")], 2)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    for name in ("a", "b"):
+        pid = int((tmp_path / name).read_text())
+        with pytest.raises(ProcessLookupError):  # the sleep the child started is gone too
+            os.kill(pid, 0)
