@@ -48,7 +48,7 @@ def test_programs_end_to_end_deterministic_and_resumable(tmp_path):
     assert len(df) == 10 and set(df["variant"]) == {"separate", "lto", "llvm-funcspec", "dims", "all-args"}
     ok = df[df["status"] == "pass"]
     assert len(ok) >= 5 and (ok["cycles"] > 0).all() and ok["optimized_ir"].str.contains("define").all()
-    assert ok["jaxpr"].str.startswith("{ lambda").all() and ok["hlo"].str.startswith("HloModule").all()
+    assert ok["jaxpr"].str.contains("lambda").all() and ok["hlo"].str.startswith("HloModule").all()
     shards[1].unlink()  # an interrupted run: the second shard missing
     again = run(tmp_path / "a")
     assert again.returncode == 0 and "1 programs in 1 shards to write" in again.stderr

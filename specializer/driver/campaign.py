@@ -46,7 +46,8 @@ def _on_cluster(task: Callable, items: list, scheduler: str) -> Iterator[tuple[i
         raise UserError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
     with client:
         # pure=False: every item runs (two equal items are two tasks); each keyed by its index
-        futures = client.map(task, items, pure=False, key=[f"{task.__name__}-{i}" for i in range(len(items))])
+        name = getattr(task, "__name__", None) or getattr(getattr(task, "func", None), "__name__", "task")  # a partial
+        futures = client.map(task, items, pure=False, key=[f"{name}-{i}" for i in range(len(items))])
         index = {f.key: i for i, f in enumerate(futures)}
         for f in done_first(futures):
             try:
