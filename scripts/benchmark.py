@@ -45,6 +45,7 @@ from specializer.report import plots, published, tables as report
 from specializer.optimize import variants
 from specializer.capture import imported
 from specializer.capture.capture import capture
+from specializer.cli.args import add_speed_options
 from specializer.driver import campaign
 from specializer.driver.compare import compare
 from specializer.errors import UserError
@@ -71,11 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                         "and keep the fastest; the default)")
     p.add_argument("--rounds", type=int, default=variants.DEFAULT_ROUNDS)
     p.add_argument("--pre-unroll", action="store_true")
-    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
-                   help="a model's builds at once (default: one per core); the reports are the same for any N")
-    p.add_argument("--no-cache", action="store_true",
-                   help="build every variant again (default: reuse the builds an earlier run kept, when "
-                        "nothing that determines them changed: specializer/driver/reuse.py)")
+    add_speed_options(p)
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="spread the models over this Dask cluster's workers (sharing -o's and the build directory's "
                         "file system); the same reports")

@@ -23,6 +23,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 
 @contextlib.contextmanager
@@ -56,15 +57,48 @@ def _umask() -> int:
     return mask
 
 
-def publish(path: Path, data: bytes) -> Path:
-    """Entry `path` holds `data`, written under a private name and renamed into place."""
-    tmp = temporary(path)
+@contextlib.contextmanager
+def publishing(path: Path, suffix: str = ""):
+    """A private temporary name beside `path` for the block to write (a tool's `-o`); renamed to
+    `path` when the block ends normally, removed when it raises."""
+    tmp = temporary(path, suffix)
     try:
-        tmp.write_bytes(data)
+        yield tmp
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def publish(path: Path, data: bytes) -> Path:
+    """Entry `path` holds `data`, written under a private name and renamed into place."""
+    with publishing(path) as tmp:
+        tmp.write_bytes(data)
     return Path(path)
+
+
+def made(path: Path, make: Callable[[Path], None]) -> Path:
+    """File entry `path`, made unless it is there: `make(tmp)` writes it under a temporary name,
+    holding the entry's lock (the others wait, then find it)."""
+    path = Path(path)
+    if not path.is_file():
+        with making(path):
+            if not path.is_file():
+                with publishing(path, path.suffix) as tmp:
+                    make(tmp)
+    return path
+
+
+_FILES: dict[tuple, str] = {}
+
+
+def file_digest(path: Path) -> str:
+    """`digest` of a file's bytes, read once per process while its size and mtime stay the same."""
+    p = Path(path)
+    st = p.stat()
+    k = (str(p), st.st_size, st.st_mtime_ns)
+    if k not in _FILES:
+        _FILES[k] = digest(p.read_bytes())
+    return _FILES[k]
 
 
 def publish_dir(path: Path, staged: Path) -> Path:

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from specializer.cli.args import byte_count, calls, growth, unroll_threshold
+from specializer.cli.args import add_speed_options, byte_count, calls, growth, unroll_threshold
 from specializer.errors import UserError
 
 
@@ -77,12 +77,7 @@ def main(argv: list[str]) -> int:
                    help="comparison: output directory (default: next to FILE.ll, 'variants' for model.ll, "
                         "else '<name>.variants'); with -S/--emit: output file ('-' for stdout)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
-                   help="builds at once (each variant at each unroll threshold; the per-call choice's rebuilds): "
-                        "default one per core; the result is the same for any N")
-    p.add_argument("--no-cache", action="store_true",
-                   help="build everything again: do not reuse the builds an earlier run kept in the build "
-                        "directory (an unchanged build is reused by default; SPECIALIZER_BUILD_DIR)")
+    add_speed_options(p)
     p.add_argument("--diff-text", action="store_true",
                    help="write each .ll of a build with its diff-oriented text next to it (*.diff.ll: stable names, "
                         "for diffing by hand; 'specialize diff-ir' renders its own)")

@@ -87,10 +87,6 @@ def write_shard(rows: list[dict], path: Path) -> Path:
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pylist(rows, schema=schema())
-    tmp = cache.temporary(path, ".parquet")
-    try:
+    with cache.publishing(path, ".parquet") as tmp:
         pq.write_table(table, tmp, compression="zstd")
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path

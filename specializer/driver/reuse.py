@@ -43,7 +43,6 @@ class Kept:
 
 
 _TOOLCHAIN: list[str] = []
-_LIBRARIES: dict[tuple, str] = {}
 
 
 def _toolchain() -> str:
@@ -65,15 +64,6 @@ def _toolchain() -> str:
     return _TOOLCHAIN[0]
 
 
-def _library(context: BuildContext) -> str:
-    p = Path(context.library.bitcode)
-    st = p.stat()
-    k = (str(p), st.st_size, st.st_mtime_ns)
-    if k not in _LIBRARIES:
-        _LIBRARIES[k] = cache.digest(p.read_bytes())
-    return _LIBRARIES[k]
-
-
 def key(model: Model, variant: str, options: variants.Options, context: BuildContext, **how) -> str:
     """The digest of everything that determines the measured build (`how`: method, timeout, ...)."""
     m = model.manifest
@@ -81,7 +71,8 @@ def key(model: Model, variant: str, options: variants.Options, context: BuildCon
     return cache.digest(
         FORMAT, cache.tool_digest(), _toolchain(), model.path.name, model.name, model.kind, model.text,
         "\n".join(model.entries), "\n".join(sorted(model.keep)), m.dumps() if m is not None else "",
-        repr(sorted(model.shapes.items())), variant, steps, _library(context), context.cmsis_nn.kind,
+        repr(sorted(model.shapes.items())), variant, steps, cache.file_digest(context.library.bitcode),
+        context.cmsis_nn.kind,
         repr(context.target), repr(sorted(how.items())))
 
 
@@ -113,7 +104,4 @@ def store(k: str, out_dir: Path, kept: Kept) -> None:
                 info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
                 with open(p, "rb") as f:
                     tar.addfile(info, f)
-    entry = _entry(k)
-    with cache.making(entry):
-        if not entry.is_file():
-            cache.publish(entry, pickle.dumps((kept, buf.getvalue())))
+    cache.made(_entry(k), lambda tmp: tmp.write_bytes(pickle.dumps((kept, buf.getvalue()))))

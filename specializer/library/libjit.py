@@ -111,12 +111,8 @@ def _compile(sources: tuple, clang: str, link: str, flags: list[str], out: Path)
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             objs = list(pool.map(compile_one, enumerate(sources)))
-        tmp = cache.temporary(out, ".bc")
-        try:
+        with cache.publishing(out, ".bc") as tmp:  # never leave a half-written library behind
             _run([link, *objs, "-o", str(tmp)], "linking libkernels")
-            os.replace(tmp, out)  # never leave a half-written library behind
-        finally:
-            tmp.unlink(missing_ok=True)
 
 
 def _without_asm(ll: Path, source: Path) -> None:

@@ -167,16 +167,15 @@ _LIBRARY_OBJECTS: dict[str, bytes] = {}
 
 def _library_object(path: Path, context: BuildContext) -> Path:
     bitcode = context.library.bitcode
-    key = cache.digest(Path(bitcode).read_bytes(), cache.tool_digest())
+    key = cache.digest(cache.file_digest(bitcode), cache.tool_digest())
     if key not in _LIBRARY_OBJECTS:
-        entry = build_dir() / "objects" / f"libjit-{key[:24]}.o"
-        with cache.making(entry):
-            if not entry.is_file():
-                with timing.phase("kernel library object (O2)"):
-                    lib = module.parse_bitcode(bitcode)
-                    transforms.optimize(lib)
-                cache.publish(entry, _emit(lib, path, data_sections=True).read_bytes())
-        _LIBRARY_OBJECTS[key] = entry.read_bytes()
+        def make(tmp: Path) -> None:
+            with timing.phase("kernel library object (O2)"):
+                lib = module.parse_bitcode(bitcode)
+                transforms.optimize(lib)
+            _emit(lib, tmp, data_sections=True)
+
+        _LIBRARY_OBJECTS[key] = cache.made(build_dir() / "objects" / f"libjit-{key[:24]}.o", make).read_bytes()
     path.write_bytes(_LIBRARY_OBJECTS[key])
     return path
 

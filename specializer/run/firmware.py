@@ -203,15 +203,8 @@ def _harness_object(gcc: str, src: Path, harness_dir: Path) -> bytes:
     headers = b"".join(h.read_bytes() for h in sorted(harness_dir.glob("*.h")))
     key = cache.digest(src.name, src.read_bytes(), headers, " ".join(GCC_FLAGS), gcc, str(Path(gcc).stat().st_mtime_ns))
     if key not in _HARNESS:
-        entry = build_dir() / "harness" / f"{src.stem}-{key[:24]}.o"
-        with cache.making(entry):
-            if not entry.is_file():
-                tmp = cache.temporary(entry, ".o")
-                try:
-                    _run([gcc, *GCC_FLAGS, f"-I{harness_dir}", "-c", src, "-o", tmp], f"compiling harness {src.name}")
-                    tmp.replace(entry)
-                finally:
-                    tmp.unlink(missing_ok=True)
+        entry = cache.made(build_dir() / "harness" / f"{src.stem}-{key[:24]}.o", lambda tmp: _run(
+            [gcc, *GCC_FLAGS, f"-I{harness_dir}", "-c", src, "-o", tmp], f"compiling harness {src.name}"))
         _HARNESS[key] = entry.read_bytes()
     return _HARNESS[key]
 

@@ -166,35 +166,17 @@ def ensure_plugin() -> Path:
     directory each get their own."""
     header = fetch_header()
     digest = hashlib.sha256(PLUGIN_SOURCE.read_bytes() + header.read_bytes()).hexdigest()[:12]
-    so = plugin_dir() / f"libinsn_profile.{digest}.so"
-    if so.is_file():
-        return so
-    with cache.making(so):
-        if not so.is_file():
-            _build_plugin(header, so)
-    return so
+    return cache.made(plugin_dir() / f"libinsn_profile.{digest}.so", lambda tmp: _build_plugin(header, tmp))
 
 
-def _build_plugin(header: Path, so: Path) -> None:
+def _build_plugin(header: Path, out: Path) -> None:
     cc = find_tool("cc")
     cmd = [cc, "-shared", "-fPIC", "-O2", "-Wall", f"-I{header.parent}", *_glib_cflags(header)]
-    so.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".libinsn_profile.", suffix=".so", dir=so.parent)
-    os.close(fd)
-    try:
-        proc = subprocess.run(
-            [*cmd, "-o", tmp, str(PLUGIN_SOURCE)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        if proc.returncode != 0:
-            first = next((ln for ln in proc.stdout.splitlines() if "error" in ln), proc.stdout.strip())
-            raise UserError(f"building the QEMU plugin failed: {first}")
-        os.replace(tmp, so)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    proc = subprocess.run([*cmd, "-o", str(out), str(PLUGIN_SOURCE)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        first = next((ln for ln in proc.stdout.splitlines() if "error" in ln), proc.stdout.strip())
+        raise UserError(f"building the QEMU plugin failed: {first}")
 
 
 # --------------------------------------------------------------------------- profile
