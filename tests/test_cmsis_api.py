@@ -157,8 +157,20 @@ def test_emitted_calls_have_the_v7_parameters_and_layouts():
     calls = [cmsis_calls.lower("c", conv, [s8((1, 5, 6, 3), 1), s8((4, 3, 3, 3), 2), s32(4, 3)], s8((1, 5, 6, 4), 4)),
              cmsis_calls.lower("d", dw, [s8((1, 5, 6, 3), 1), s8((1, 3, 3, 3), 2), s32(3, 3)], s8((1, 5, 6, 3), 4)),
              cmsis_calls.lower("f", fc, [s8((1, 8), 1), s8((3, 8), 2), s32(3, 3)], s8((1, 3), 4))]  # fmt: skip
-    assert [c.function for c in calls] == ["arm_convolve_s8", "arm_depthwise_conv_s8", "arm_fully_connected_s8"]
-    assert calls[0].args[[n for _, n in functions["arm_convolve_s8"].params].index("upscale_dims")] is None
+    # capture calls the form each wrapper picks for the shapes (what the wrapper would call)
+    assert [c.function for c in calls] == ["arm_convolve_s8", "arm_depthwise_conv_3x3_s8", "arm_fully_connected_s8"]
+    assert [c.note for c in calls[:2]] == ["the form arm_convolve_wrapper_s8 picks",
+                                           "the form arm_depthwise_conv_wrapper_s8 picks"]
+    # a form the wrapper would pick that is not exact: the general function, upscale_dims NULL
+    pw = dict(conv, filter_dims=(4, 1, 1, 3), output_dims=(1, 6, 7, 4), padding=((0, 1), (0, 1)))
+    dw2 = dict(dw, output_dims=(1, 5, 7, 3), padding=((1, 1), (1, 3)))
+    calls += [cmsis_calls.lower("p", pw, [s8((1, 5, 6, 3), 1), s8((4, 1, 1, 3), 2), s32(4, 3)], s8((1, 6, 7, 4), 4)),
+              cmsis_calls.lower("e", dw2, [s8((1, 5, 6, 3), 1), s8((1, 3, 3, 3), 2), s32(3, 3)], s8((1, 5, 7, 3), 4))]
+    assert [c.function for c in calls[3:]] == ["arm_convolve_s8", "arm_depthwise_conv_s8"]
+    assert "arm_convolve_1x1_s8_fast assumes no bottom/right padding" in calls[3].note
+    assert "arm_depthwise_conv_3x3_s8 reads a window's middle column" in calls[4].note
+    assert calls[3].args[[n for _, n in functions["arm_convolve_s8"].params].index("upscale_dims")] is None
+    assert calls[3].scratch == cmsis_calls.convolve_s8_buffer_size((4, 1, 1, 3), 3) and calls[4].scratch == 0
     for call in calls:
         params = functions[call.function].params
         assert len(call.args) == len(params) and call.ret == "i32"

@@ -22,17 +22,31 @@ from specializer.capture.thunks import Slice
 MODEL = Path(__file__).parent / "data" / "int8_blocks" / "blocks_model.py"
 
 
-@pytest.mark.parametrize("fn, cmsis_fn", [("conv", "arm_convolve_s8"), ("pointwise", "arm_convolve_s8"),
-                                          ("depthwise", "arm_depthwise_conv_s8"),
-                                          ("depthwise_mult2", "arm_depthwise_conv_s8"),
-                                          ("dense", "arm_fully_connected_s8")])
-def test_block_lowered_and_bit_exact_on_qemu(fn, cmsis_fn, tmp_path):
+CONV, DW = "arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8"
+
+
+@pytest.mark.parametrize("fn, cmsis_fn, form", [
+    ("conv", "arm_convolve_s8", f"the form {CONV} picks"), ("pointwise", "arm_convolve_s8", f"the form {CONV} picks"),
+    ("pointwise_fast", "arm_convolve_1x1_s8_fast", f"the form {CONV} picks"),
+    ("pointwise_strided", "arm_convolve_1x1_s8", f"the form {CONV} picks"),
+    ("pointwise_padded", "arm_convolve_s8", "not the wrapper's form: arm_convolve_1x1_s8_fast assumes no bottom/right"),
+    ("conv_1xn", "arm_convolve_1_x_n_s8", f"the form {CONV} picks"),
+    ("depthwise", "arm_depthwise_conv_s8_opt", f"the form {DW} picks"),
+    ("depthwise_3x3", "arm_depthwise_conv_3x3_s8", f"the form {DW} picks"),
+    ("depthwise_3x3_s2", "arm_depthwise_conv_3x3_s8", f"the form {DW} picks"),
+    ("depthwise_3x3_right2", "arm_depthwise_conv_s8", "not the wrapper's form: arm_depthwise_conv_3x3_s8 reads"),
+    ("depthwise_mult2", "arm_depthwise_conv_s8", f"the form {DW} picks"),
+    ("dense", "arm_fully_connected_s8", "")])  # fmt: skip
+def test_block_lowered_and_bit_exact_on_qemu(fn, cmsis_fn, form, tmp_path):
+    """Each block is one CMSIS-NN call (the form the wrapper TFLite Micro calls would pick for its
+    shapes), bit-exact on QEMU; with SPECIALIZER_CMSIS_NN set, on that checkout's forms."""
     c = capture(MODEL, fn, tmp_path)
     ir = c.model_ll.read_text()
     # exactly one call of the CMSIS-NN function, no XLA kernel left for the block
     assert ir.count(f'call i32 @{cmsis_fn}(') == 1
     assert "define ptr @" not in ir
-    assert any(line.startswith("lowered cmsis_nn.") and line.endswith(cmsis_fn) for line in c.log)
+    tail = f"onto {cmsis_fn} ({form}" if form else f"onto {cmsis_fn}"
+    assert any(line.startswith("lowered cmsis_nn.") and tail in line for line in c.log), c.log
     assert (tmp_path / "capture.log").read_text().count("lowered") == 1
     row, result = run_model(c.model_ll, tmp_path / "run")
     assert result.exit_code == 0 and row.status == "pass", result.stdout

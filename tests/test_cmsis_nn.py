@@ -296,6 +296,25 @@ def ref_conv(c):
     return finish(acc, c["bias"], c["mult"], c["shift"], c["out_off"], c["act"])
 
 
+def ref_dw(c):
+    """Depthwise: output channel o reads input channel o // ch_mult; padding top/left given."""
+    inp = np.repeat(c["inp"].astype(np.int64), c["ch_mult"], axis=3) + c["in_off"]
+    filt = c["filt"].astype(np.int64)
+    nb, ih, iw, _ = inp.shape
+    _, kh, kw, oc = filt.shape
+    oh, ow = c["out_hw"]
+    (sh, sw), ((pt, _), (pl, _)), (dh, dw) = c["stride"], c["pad"], c["dil"]
+    acc = np.zeros((nb, oh, ow, oc), np.int64)
+    for oy in range(oh):
+        for ox in range(ow):
+            for ky in range(kh):
+                for kx in range(kw):
+                    iy, ix = oy * sh - pt + ky * dh, ox * sw - pl + kx * dw
+                    if 0 <= iy < ih and 0 <= ix < iw:
+                        acc[:, oy, ox, :] += inp[:, iy, ix, :] * filt[0, ky, kx, :]
+    return finish(acc, c["bias"], c["mult"], c["shift"], c["out_off"], c["act"])
+
+
 # =========================================================================== cases
 
 
@@ -344,7 +363,23 @@ def conv_case(rng, nb, ih, iw, ic, oc, kh, kw, ck=None, stride=(1, 1), pad=(0, 0
             "bias": rng.integers(-20000, 20000, oc).astype(np.int32) if bias else None}  # fmt: skip
 
 
+def dw_case(rng, nb, ih, iw, ic, ch_mult, kh, kw, stride=(1, 1), pad=((0, 0), (0, 0)), dil=(1, 1), bias=True):
+    """pad: ((top, bottom), (left, right)); the output size follows from it."""
+    oc = ic * ch_mult
+    oh = (ih + sum(pad[0]) - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (iw + sum(pad[1]) - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    mult, shift = quant(rng, oc)
+    return {"kind": "dw", "in_off": int(rng.integers(-127, 129)), "out_off": int(rng.integers(-128, 128)),
+            "stride": stride, "pad": pad, "dil": dil, "ch_mult": ch_mult, "out_hw": (oh, ow), "act": (-128, 127),
+            "mult": mult, "shift": (shift - 3).astype(np.int32),
+            "inp": rng.integers(-128, 128, (nb, ih, iw, ic), dtype=np.int8),
+            "filt": rng.integers(-128, 128, (1, kh, kw, oc), dtype=np.int8),
+            "bias": rng.integers(-20000, 20000, oc).astype(np.int32) if bias else None}  # fmt: skip
+
+
 def reference(c):
+    if c["kind"] == "dw":
+        return ref_dw(c).ravel()
     if c["kind"] == "matmul":
         return ref_matmul(c["lhs"], c["rhs"], c["batch"], c["m"], c["k"], c["n"], c["lt"], c["rt"]).ravel()
     if c["kind"] == "nt_t":
@@ -375,9 +410,9 @@ def _host_struct(name: str) -> type:
 STRUCT: dict[str, type] = {}
 for _name in cmsis_api.STRUCTS:  # nested structs come first in the table
     STRUCT[_name] = _host_struct(_name)
-Tile, Activation, Context, Dims, ConvParams, PerChannel, PerTensor, FcParams = (STRUCT[f"cmsis_nn_{n}"] for n in (
-    "tile", "activation", "context", "dims", "conv_params", "per_channel_quant_params", "per_tensor_quant_params",
-    "fc_params"))  # fmt: skip
+Tile, Activation, Context, Dims, ConvParams, DwConvParams, PerChannel, PerTensor, FcParams = (
+    STRUCT[f"cmsis_nn_{n}"] for n in ("tile", "activation", "context", "dims", "conv_params", "dw_conv_params",
+                                     "per_channel_quant_params", "per_tensor_quant_params", "fc_params"))  # fmt: skip
 
 
 def nn_call(lib, fn: str, **args) -> int:
@@ -394,7 +429,7 @@ def host(tmp_path_factory):
     """The shim's sources, libjit's nn_s8.c and host_api.c as one host shared library."""
     so = tmp_path_factory.mktemp("host") / "libshim.so"
     srcs = [*sorted((SHIM / "src").glob("*.c")), KERNELS / "nn_s8.c", DATA / "host_api.c"]
-    subprocess.run([find_tool("gcc"), "-O2", "-Wall", "-Werror", "-shared", "-fPIC", *SHIM_INCLUDES,
+    subprocess.run([find_tool("gcc"), "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-fno-semantic-interposition", *SHIM_INCLUDES,
                     *map(str, srcs), "-o", str(so)], check=True)  # fmt: skip
     lib = ctypes.CDLL(str(so))
     lib.arm_convolve_s8.restype = lib.arm_fully_connected_s8.restype = ctypes.c_int32
@@ -539,6 +574,128 @@ def test_convolve_s8_argument_errors(host):
     assert conv_host(host, bad, with_buffer=True)[1] == -1
 
 
+# =========================================================================== the wrappers (TFLite Micro's calls)
+
+
+def capture_view(c) -> dict:
+    """A case as capture's block parameters (cmsis_calls' form and buffer-size functions)."""
+    if c["kind"] == "dw":
+        return {"padding": c["pad"], "stride": c["stride"], "input_dims": c["inp"].shape, "ch_mult": c["ch_mult"],
+                "filter_dims": c["filt"].shape, "output_dims": (c["inp"].shape[0], *c["out_hw"], c["filt"].shape[3])}
+    (ph, pw) = c["pad"]
+    return {"padding": ((ph, ph), (pw, pw)), "stride": c["stride"], "input_dims": c["inp"].shape,
+            "filter_dims": c["filt"].shape}
+
+
+def wrapper_call(lib, c, fn: str | None = None, with_buffer: bool = True) -> tuple[np.ndarray, int, int]:
+    """(output, status, the wrapper's buffer size) of case c through its wrapper (or `fn`, a form
+    with the same arguments) on the host."""
+    nb, ih, iw, ic = c["inp"].shape
+    oh, ow = c["out_hw"]
+    f = c["filt"].shape
+    oc = f[0] if c["kind"] == "conv" else f[3]
+    in_dims, f_dims, out_dims = Dims(nb, ih, iw, ic), Dims(*f), Dims(nb, oh, ow, oc)
+    act = Activation(min=c["act"][0], max=c["act"][1])
+    if c["kind"] == "conv":
+        params = ConvParams(input_offset=c["in_off"], output_offset=c["out_off"], stride=tile(c["stride"]),
+                            padding=tile(c["pad"]), dilation=tile(c["dil"]), activation=act)
+        fn, size_fn = fn or "arm_convolve_wrapper_s8", lib.arm_convolve_wrapper_s8_get_buffer_size
+    else:
+        params = DwConvParams(input_offset=c["in_off"], output_offset=c["out_off"], ch_mult=c["ch_mult"],
+                              stride=tile(c["stride"]), padding=tile((c["pad"][0][0], c["pad"][1][0])),
+                              dilation=tile(c["dil"]), activation=act)
+        fn, size_fn = fn or "arm_depthwise_conv_wrapper_s8", lib.arm_depthwise_conv_wrapper_s8_get_buffer_size
+    size = size_fn(*(ctypes.byref(x) for x in (params, in_dims, f_dims, out_dims)))
+    buf = np.zeros(max(size, 4) // 2 + 2, np.int16)
+    ctx = Context(buf=buf.ctypes.data if with_buffer and size else None, size=size)
+    out = np.zeros((nb, oh, ow, oc), np.int8)
+    quant = PerChannel(multiplier=c["mult"].ctypes.data, shift=c["shift"].ctypes.data)
+    own = {"conv_params" if c["kind"] == "conv" else "dw_conv_params": ctypes.byref(params)}
+    if fn == "arm_convolve_s8":
+        own["upscale_dims"] = None
+    st = nn_call(lib, fn, ctx=ctypes.byref(ctx), quant_params=ctypes.byref(quant), input_dims=ctypes.byref(in_dims),
+                 input_data=ptr(c["inp"]), filter_dims=ctypes.byref(f_dims), filter_data=ptr(c["filt"]),
+                 bias_dims=ctypes.byref(Dims(1, 1, 1, oc)), bias_data=ptr(c["bias"]),
+                 output_dims=ctypes.byref(out_dims), output_data=ptr(out), **own)  # fmt: skip
+    return out, st, size
+
+
+def wrapper_cases(rng):
+    """(case, the form v7.0.0's wrapper picks, its buffer bytes on a DSP core) for every form."""
+    conv = lambda *a, **k: dict(conv_case(rng, *a, **k), wrapper=True)  # noqa: E731
+    return [
+        (conv(1, 5, 5, 10, 7, 1, 1), "arm_convolve_1x1_s8_fast", 0),  # 25 pixels, depth 10, 7 channels
+        (conv(2, 3, 4, 8, 6, 1, 1, bias=False), "arm_convolve_1x1_s8_fast", 0),  # two batches, one block of rows
+        (conv(1, 7, 8, 6, 5, 1, 1, stride=(2, 3)), "arm_convolve_1x1_s8", 0),
+        (conv(1, 1, 9, 4, 5, 1, 3, pad=(0, 1)), "arm_convolve_1_x_n_s8", 2 * 12 * 2),
+        (conv(1, 1, 9, 3, 5, 1, 3, pad=(0, 1)), "arm_convolve_s8", 2 * 12 * 2),  # stride.w * C_IN = 3
+        (conv(1, 5, 5, 3, 4, 3, 3, pad=(1, 1)), "arm_convolve_s8", 2 * 28 * 2),
+        (conv(1, 6, 5, 4, 3, 1, 1, pad=(1, 0)), "arm_convolve_s8", 2 * 4 * 2),  # 1x1, padded
+        (dw_case(rng, 1, 6, 5, 6, 1, 3, 3, pad=((1, 1), (1, 1))), "arm_depthwise_conv_3x3_s8", 0),
+        (dw_case(rng, 1, 7, 8, 5, 1, 3, 3, stride=(2, 2), pad=((0, 1), (0, 1))), "arm_depthwise_conv_3x3_s8", 0),
+        (dw_case(rng, 1, 8, 7, 6, 1, 3, 3, stride=(2, 2), pad=((2, 1), (1, 2))), "arm_depthwise_conv_s8_opt",
+         6 * 9 * 2),
+        (dw_case(rng, 1, 7, 6, 7, 1, 5, 3, pad=((2, 2), (1, 1))), "arm_depthwise_conv_s8_opt", 7 * 15 * 2),
+        (dw_case(rng, 1, 6, 6, 5, 2, 3, 3, pad=((1, 1), (1, 1))), "arm_depthwise_conv_s8", 0),  # ch_mult 2
+        (dw_case(rng, 2, 5, 5, 4, 1, 3, 3, pad=((1, 1), (1, 1)), bias=False), "arm_depthwise_conv_s8", 0),  # N 2
+        (dw_case(rng, 1, 8, 8, 4, 1, 3, 3, pad=((2, 2), (2, 2)), dil=(2, 2)), "arm_depthwise_conv_s8", 0),
+    ]
+
+
+def test_wrappers_pick_v7_forms_with_v7_buffer_sizes_and_match_numpy(host):
+    """Each wrapper's results equal the numpy reference in every form it picks; its buffer size
+    is CMSIS-NN v7.0.0's for that form (with the DSP extension: the host build has none, so
+    the _dsp functions are compared) and capture's formula gives the same."""
+    from specializer.capture import cmsis_calls
+
+    for c, form, size in wrapper_cases(np.random.default_rng(5)):
+        out, st, _ = wrapper_call(host, c)
+        assert st == 0 and np.array_equal(out.ravel(), reference(c)), form
+        # the form alone gives the same (it accepts these arguments)
+        out2, st2, _ = wrapper_call(host, c, form)
+        assert st2 == 0 and np.array_equal(out2, out), form
+        view = capture_view(c)
+        if c["kind"] == "conv":
+            assert cmsis_calls.convolve_wrapper_s8_form(view) == form
+            assert cmsis_calls.convolve_wrapper_s8_buffer_size(view) == size
+        elif c["dil"] == (1, 1):
+            assert cmsis_calls.depthwise_conv_wrapper_s8_form(view) == form
+            assert cmsis_calls.depthwise_conv_wrapper_s8_buffer_size(view) == size
+    # the _dsp sizes on the host (which builds the shim without the DSP extension)
+    rng = np.random.default_rng(6)
+    dw = dw_case(rng, 1, 7, 6, 7, 1, 5, 3, pad=((2, 2), (1, 1)))
+    params = DwConvParams(input_offset=0, output_offset=0, ch_mult=1, stride=tile((1, 1)), padding=tile((2, 1)),
+                          dilation=tile((1, 1)), activation=Activation(-128, 127))
+    dims = (Dims(1, 7, 6, 7), Dims(1, 5, 3, 7), Dims(1, 7, 6, 7))
+    assert host.arm_depthwise_conv_wrapper_s8_get_buffer_size_dsp(*map(ctypes.byref, (params, *dims))) == 7 * 15 * 2
+    assert host.arm_depthwise_conv_wrapper_s8_get_buffer_size(*map(ctypes.byref, (params, *dims))) == 0
+    assert host.arm_depthwise_conv_s8_opt_get_buffer_size(ctypes.byref(dims[0]), ctypes.byref(dims[1])) == 0
+    assert wrapper_call(host, dw, with_buffer=False)[1] == 0  # no DSP: _opt needs no scratch
+    # v7.0.0's 1x1 size test does not look at groups: a grouped 1x1 conv gets 0 (arm_convolve_s8 needs more)
+    grouped = ConvParams(input_offset=0, output_offset=0, stride=tile((1, 1)), padding=tile((0, 0)),
+                         dilation=tile((1, 1)), activation=Activation(-128, 127))
+    sizes = (Dims(1, 5, 5, 8), Dims(8, 1, 1, 2), Dims(1, 5, 5, 8))
+    assert host.arm_convolve_wrapper_s8_get_buffer_size_dsp(*map(ctypes.byref, (grouped, *sizes))) == 0
+
+
+def test_fast_forms_refuse_what_cmsis_nn_refuses(host):
+    rng = np.random.default_rng(8)
+    padded = dict(conv_case(rng, 1, 5, 5, 4, 3, 1, 1, pad=(1, 0)))
+    strided = dict(conv_case(rng, 1, 5, 5, 4, 3, 1, 1, stride=(2, 1)))
+    assert wrapper_call(host, padded, "arm_convolve_1x1_s8_fast")[1] == -1
+    assert wrapper_call(host, strided, "arm_convolve_1x1_s8_fast")[1] == -1
+    assert wrapper_call(host, padded, "arm_convolve_1x1_s8")[1] == -1
+    one_n = conv_case(rng, 1, 1, 9, 4, 5, 1, 3, pad=(0, 1))
+    assert wrapper_call(host, one_n, "arm_convolve_1_x_n_s8", with_buffer=False)[1] == -1  # no scratch
+    assert wrapper_call(host, conv_case(rng, 1, 2, 9, 4, 5, 1, 3), "arm_convolve_1_x_n_s8")[1] == -1  # H 2
+    assert wrapper_call(host, conv_case(rng, 1, 1, 9, 3, 5, 1, 3), "arm_convolve_1_x_n_s8")[1] == -1  # 3 % 4
+    assert wrapper_call(host, dw_case(rng, 1, 6, 6, 4, 1, 3, 3, pad=((1, 1), (2, 2))),
+                        "arm_depthwise_conv_3x3_s8")[1] == -1  # padding.w 2
+    assert wrapper_call(host, dw_case(rng, 1, 6, 6, 4, 1, 5, 5), "arm_depthwise_conv_3x3_s8")[1] == -1
+    assert wrapper_call(host, dw_case(rng, 1, 6, 6, 4, 2, 3, 3), "arm_depthwise_conv_3x3_s8")[1] == -1  # C_OUT 8
+    assert wrapper_call(host, dw_case(rng, 1, 6, 6, 4, 2, 3, 3), "arm_depthwise_conv_s8_opt")[1] == -1
+
+
 # =========================================================================== target (QEMU)
 
 TARGET_CFLAGS = [*libjit.CFLAGS, "-Wall", "-Werror"]
@@ -631,6 +788,31 @@ def emit_case(i: int, c: dict) -> tuple[str, str]:
     if (arm_fully_connected_s8(&ctx, &fp, &q, &id, {p}x, &fd, {p}w, &bd, {p}b, &od, {p}o) != ARM_CMSIS_NN_SUCCESS)
         return 1;
   }}""")
+    elif c["kind"] == "dw" or c.get("wrapper"):
+        nb, ih, iw, ic = c["inp"].shape
+        oh, ow = c["out_hw"]
+        f = c["filt"].shape
+        oc = f[3] if c["kind"] == "dw" else f[0]
+        if c["kind"] == "dw":
+            fn, ptype, extra = "arm_depthwise_conv_wrapper_s8", "cmsis_nn_dw_conv_params", f"{c['ch_mult']}, "
+            pad = (c["pad"][0][0], c["pad"][1][0])
+        else:
+            fn, ptype, extra, pad = "arm_convolve_wrapper_s8", "cmsis_nn_conv_params", "", c["pad"]
+        d += [c_array(p + "x", c["inp"], "const int8_t"), c_array(p + "f", c["filt"], "const int8_t"),
+              c_array(p + "b", c["bias"], "const int32_t"), c_array(p + "m", c["mult"], "int32_t"),
+              c_array(p + "s", c["shift"], "int32_t"), f"static int8_t {p}o[{ref_len}];\n"]  # fmt: skip
+        s.append(f"""{{
+    const cmsis_nn_dims id = {{{nb}, {ih}, {iw}, {ic}}}, fd = {{{f[0]}, {f[1]}, {f[2]}, {f[3]}}};
+    const cmsis_nn_dims bd = {{1, 1, 1, {oc}}}, od = {{{nb}, {oh}, {ow}, {oc}}};
+    const {ptype} cp = {{{c['in_off']}, {c['out_off']}, {extra}{{{c['stride'][1]}, {c['stride'][0]}}},
+        {{{pad[1]}, {pad[0]}}}, {{{c['dil'][1]}, {c['dil'][0]}}}, {{{c['act'][0]}, {c['act'][1]}}}}};
+    const int32_t size = {fn}_get_buffer_size(&cp, &id, &fd, &od);
+    if (size != {c['size']} || size > (int32_t)sizeof scratch) return 2;
+    const cmsis_nn_context ctx = {{size ? scratch : 0, size}};
+    const cmsis_nn_per_channel_quant_params q = {{{p}m, {p}s}};
+    if ({fn}(&ctx, &cp, &q, &id, {p}x, &fd, {p}f, &bd, {p}b, &od, {p}o) != ARM_CMSIS_NN_SUCCESS)
+        return 1;
+  }}""")
     else:
         nb, ih, iw, ic = upscaled(c).shape
         oc, kh, kw, ck = c["filt"].shape
@@ -666,11 +848,14 @@ def target_cases(rng):
               conv_case(rng, 2, 4, 4, 8, 4, 1, 1),
               conv_case(rng, 2, 3, 4, 6, 5, 3, 3, pad=(1, 2), up=(2, 2)),
               conv_case(rng, 1, 5, 3, 5, 4, 3, 2, pad=(0, 1), up=(1, 2))]  # fmt: skip
+    # every form of the two wrappers, with the DSP extension: buffer sizes as CMSIS-NN v7.0.0's
+    cases += [dict(c, size=size) for c, _, size in wrapper_cases(rng)]
     return cases
 
 
 def test_kernels_on_cortex_m4(tmp_path):
-    """The DSP paths (SMLAD/SXTB16) of the shim kernels and libjit_matmul_s8_s32 on QEMU."""
+    """The DSP paths (SMLAD/SXTB16) of the shim kernels and libjit_matmul_s8_s32 on QEMU; the two
+    wrappers in every form they pick, their buffer sizes CMSIS-NN v7.0.0's with the DSP extension."""
     cases = target_cases(np.random.default_rng(11))
     defs, stmts = zip(*(emit_case(i, c) for i, c in enumerate(cases)))
     main = tmp_path / "kernels.c"
@@ -689,7 +874,8 @@ def test_kernels_on_cortex_m4(tmp_path):
 
 def test_shim_kernels_use_dsp_instructions(tmp_path):
     """With the DSP extension the inner loops really are SMLAD/SXTB16 (not the plain-C path)."""
-    for src in ("arm_nn_mat_mult_nt_t_s8_s32.c", "arm_convolve_s8.c", "arm_nn_vec_mat_mult_t_s8.c"):
+    for src in ("arm_nn_mat_mult_nt_t_s8_s32.c", "arm_convolve_s8.c", "arm_nn_vec_mat_mult_t_s8.c",
+                "arm_convolve_1x1_s8.c"):
         asm = subprocess.run([find_tool("clang-19"), *TARGET_CFLAGS, *SHIM_INCLUDES, *libjit._newlib_include(),
                               "-S", "-o", "-", str(SHIM / "src" / src)],
                              check=True, capture_output=True, text=True).stdout  # fmt: skip
@@ -724,6 +910,11 @@ def fake_checkout(root: Path) -> Path:
         group = root / "Source" / GROUPS.get(src.name, "NNSupportFunctions")
         group.mkdir(parents=True, exist_ok=True)
         shutil.copy(src, group / src.name)
+        for h in (SHIM / "src").glob("*.h"):  # the shim's private headers, beside the sources
+            shutil.copy(h, group / h.name)
+        # a form's file includes the general kernel's (arm_convolve_1x1_s8.c: arm_convolve_s8.c):
+        # reachable on the include path, compiled only where it is listed
+        shutil.copy(src, root / "Include" / src.name)
     marker = root / "Source" / "NNSupportFunctions" / "arm_nn_mat_mult_nt_t_s8_s32.c"
     marker.write_text(marker.read_text() + "\nint fake_checkout_marker(void) { return 42; }\n")
     return root

@@ -2,7 +2,8 @@
 results: every int8 example (an example whose name has "int8" in it: mlp_int8, kws_int8, ...),
 every variant, outputs compared word for word with the shim build's on QEMU. The checkout
 declares the API captured models call (cmsis_api's table, checked by cmsis_checkout), and its
-*_get_buffer_size functions, run on QEMU, ask for the scratch capture gives each call.
+*_get_buffer_size functions (the wrappers' too), run on QEMU, ask for the scratch capture gives
+each call.
 
 CMSIS-NN's sources are never committed and CI has none: give checkouts with
 SPECIALIZER_TEST_CMSIS_NN=/path/to/CMSIS-NN[:/another/checkout]; without it these tests skip."""
@@ -89,10 +90,51 @@ BUFFER_CASES = [((1, 49, 10, 1), (64, 10, 4, 1)), ((1, 25, 5, 64), (64, 1, 1, 64
                 ((2, 9, 1, 7), (3, 4, 1, 7)), ((1, 1, 1, 1), (1, 1, 1, 1)), ((1, 8, 8, 3), (5, 3, 2, 3))]
 
 
+
+
+def _block(op, input_dims, filter_dims, stride, padding, ch_mult=1):
+    """A conv / depthwise block's parameters as capture has them (cmsis_calls' view)."""
+    n, h, w, _ = input_dims
+    k, cout = filter_dims[1:3], filter_dims[0] if op == "conv" else filter_dims[3]
+    out = tuple((size + sum(pad) - kk) // st + 1 for size, kk, st, pad in zip((h, w), k, stride, padding))
+    return {"op": op, "input_dims": input_dims, "filter_dims": filter_dims, "output_dims": (n, *out, cout),
+            "stride": stride, "padding": padding, "ch_mult": ch_mult}
+
+
+# the wrappers' blocks: kws_int8's (first conv, pointwise, 3x3 depthwise) and one per form
+WRAPPER_CASES = [
+    _block("conv", (1, 49, 10, 1), (64, 10, 4, 1), (2, 2), ((4, 5), (1, 2))),
+    _block("conv", (1, 25, 5, 64), (64, 1, 1, 64), (1, 1), ((0, 0), (0, 0))),
+    _block("conv", (1, 7, 8, 6), (5, 1, 1, 6), (2, 3), ((0, 0), (0, 0))),
+    _block("conv", (1, 1, 9, 4), (5, 1, 3, 4), (1, 1), ((0, 0), (1, 1))),
+    _block("conv", (1, 1, 9, 3), (5, 1, 3, 3), (1, 1), ((0, 0), (1, 1))),
+    _block("dw", (1, 25, 5, 64), (1, 3, 3, 64), (1, 1), ((1, 1), (1, 1))),
+    _block("dw", (1, 8, 7, 6), (1, 3, 3, 6), (2, 2), ((2, 1), (1, 2))),
+    _block("dw", (1, 7, 6, 7), (1, 5, 3, 7), (1, 1), ((2, 2), (1, 1))),
+    _block("dw", (1, 6, 6, 5), (1, 3, 3, 10), (1, 1), ((1, 1), (1, 1)), ch_mult=2),
+    _block("dw", (2, 5, 5, 4), (1, 3, 3, 4), (1, 1), ((1, 1), (1, 1))),
+]
+
+
+def _wrapper_size_call(i: int, b: dict) -> str:
+    dims = {k: ", ".join(map(str, b[k + "_dims"])) for k in ("input", "filter", "output")}
+    (top, _), (left, _) = b["padding"]
+    window = f"{{{b['stride'][1]}, {b['stride'][0]}}}, {{{left}, {top}}}, {{1, 1}}, {{-128, 127}}"
+    if b["op"] == "conv":
+        params, fn = f"const cmsis_nn_conv_params p = {{0, 0, {window}}};", "arm_convolve_wrapper_s8_get_buffer_size"
+    else:
+        params = f"const cmsis_nn_dw_conv_params p = {{0, 0, {b['ch_mult']}, {window}}};"
+        fn = "arm_depthwise_conv_wrapper_s8_get_buffer_size"
+    return (f"{{ {params} const cmsis_nn_dims id = {{{dims['input']}}}, fd = {{{dims['filter']}}}, "
+            f"od = {{{dims['output']}}}; io_str(\"wrapper{i}\"); io_hex32((uint32_t){fn}(&p, &id, &fd, &od)); "
+            f"io_str(\"\\n\"); }}")
+
+
 @pytest.mark.parametrize("checkout", ROOTS)
 def test_checkout_buffer_sizes_are_what_capture_gives(checkout, tmp_path):
-    """The checkout's arm_convolve_s8_get_buffer_size and arm_fully_connected_s8_get_buffer_size,
-    compiled for Cortex-M4 and run on QEMU, against the scratch capture sizes each call with."""
+    """The checkout's arm_convolve_s8_get_buffer_size, arm_fully_connected_s8_get_buffer_size and
+    the two wrappers' *_get_buffer_size, compiled for Cortex-M4 and run on QEMU, against the
+    scratch capture sizes each call with (and the form capture expects each wrapper to pick)."""
     nn = cmsis.cmsis_nn(checkout)
     flags = [*libjit.compile_flags(repo_root() / "libkernels", nn, cmsis.cmsis_dsp()), f"-I{DATA}"]
     calls = []
@@ -100,13 +142,15 @@ def test_checkout_buffer_sizes_are_what_capture_gives(checkout, tmp_path):
         calls.append(f"{{ const cmsis_nn_dims id = {{{', '.join(map(str, ind))}}}, fd = {{{', '.join(map(str, fd))}}};"
                      f" io_str(\"case{i}\"); io_hex32((uint32_t)arm_convolve_s8_get_buffer_size(&id, &fd));"
                      f" io_hex32((uint32_t)arm_fully_connected_s8_get_buffer_size(&fd)); io_str(\"\\n\"); }}")
+    calls += [_wrapper_size_call(i, b) for i, b in enumerate(WRAPPER_CASES)]
     main = tmp_path / "main.c"
     main.write_text('#include "arm_nnfunctions.h"\n#include "io.h"\nint main(void)\n{\n  '
                     + "\n  ".join(calls) + '\n  io_str("end\\n");\n  io_flush();\n  return 0;\n}\n')
     sources = [main, DATA / "io.c",
                *(s for s in nn.sources if s.name in ("arm_convolve_get_buffer_sizes_s8.c",
+                                                      "arm_depthwise_conv_get_buffer_sizes_s8.c",
                                                       "arm_fully_connected_get_buffer_sizes_s8.c"))]  # fmt: skip
-    assert len(sources) == 4, "the checkout has no Source/*/arm_*_get_buffer_sizes_s8.c"
+    assert len(sources) == 5, "the checkout has no Source/*/arm_*_get_buffer_sizes_s8.c"
     objs = []
     for s in sources:
         objs.append(str(tmp_path / f"{s.stem}.o"))
@@ -122,3 +166,13 @@ def test_checkout_buffer_sizes_are_what_capture_gives(checkout, tmp_path):
     for i, (ind, fd) in enumerate(BUFFER_CASES):
         # capture's conv scratch, and its fully connected context (no buffer: kernel sums are Helium's)
         assert got[f"case{i}"] == [cmsis_calls.convolve_s8_buffer_size(fd, ind[3]), 0], (ind, fd)
+    forms = []
+    for i, b in enumerate(WRAPPER_CASES):
+        kind = "convolve" if b["op"] == "conv" else "depthwise_conv"
+        size, form = (getattr(cmsis_calls, f"{kind}_wrapper_s8_{what}") for what in ("buffer_size", "form"))
+        assert got[f"wrapper{i}"] == [size(b)], b
+        forms.append(form(b))
+    assert forms == ["arm_convolve_s8", "arm_convolve_1x1_s8_fast", "arm_convolve_1x1_s8", "arm_convolve_1_x_n_s8",
+                     "arm_convolve_s8", "arm_depthwise_conv_3x3_s8", "arm_depthwise_conv_s8_opt",
+                     "arm_depthwise_conv_s8_opt", "arm_depthwise_conv_s8", "arm_depthwise_conv_s8"]
+    assert [got[f"wrapper{i}"][0] for i in (0, 3, 6, 7)] == [2 * 40 * 2, 2 * 12 * 2, 6 * 9 * 2, 7 * 15 * 2]

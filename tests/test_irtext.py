@@ -412,3 +412,10 @@ def test_metadata_attachment_and_module_flag_dropped():
     assert "!llvm.module.flags = !{!2}" in out and "xla_dylib_index" not in out
     alone = irtext.without_module_flag("!llvm.module.flags = !{!1}\n!1 = !{i32 1, !\"k\", i64 0}\n", "k")
     assert alone == ""
+
+
+def test_a_counted_alloca_is_not_one_object():
+    assert irtext.alloca("  %b = alloca [4 x i16], align 2").type == "[4 x i16]"
+    assert irtext.alloca("  %s = alloca { ptr, i32 }, align 4").type == "{ ptr, i32 }"
+    assert irtext.alloca("  %v = alloca i16, i32 %n, align 2") is None  # a C variable-length array
+    assert irtext.alloca("  %v = alloca i16, i32 4, align 2") is None

@@ -30,6 +30,21 @@ def test_cmsis_nn_calls_are_counted_from_their_dims():
     assert macs.count(MODULE) == 120 * 27 + 120 * 9 + 2 * 8 * 3 + 16 * 2
 
 
+def test_wrapper_calls_are_counted_like_the_general_functions():
+    wrapped = (MODULE.replace("@arm_convolve_s8(", "@arm_convolve_wrapper_s8(").replace("ptr @b, ptr null, ", "ptr @b, ")
+               .replace("@arm_depthwise_conv_s8(", "@arm_depthwise_conv_wrapper_s8("))
+    assert "arm_convolve_s8" not in wrapped and "arm_depthwise_conv_s8" not in wrapped
+    assert macs.cmsis_nn(wrapped.split("\n")) == macs.cmsis_nn(MODULE.split("\n"))
+
+
+def test_the_forms_the_wrapper_picks_are_counted_like_the_general_functions():
+    for conv in ("arm_convolve_1x1_s8_fast", "arm_convolve_1x1_s8", "arm_convolve_1_x_n_s8"):
+        for dw in ("arm_depthwise_conv_3x3_s8", "arm_depthwise_conv_s8_opt"):
+            picked = (MODULE.replace("@arm_convolve_s8(", f"@{conv}(").replace("ptr @b, ptr null, ", "ptr @b, ")
+                      .replace("@arm_depthwise_conv_s8(", f"@{dw}("))
+            assert macs.cmsis_nn(picked.split("\n")) == macs.cmsis_nn(MODULE.split("\n")), (conv, dw)
+
+
 def test_a_v6_style_call_is_not_counted():
     # arm_convolve_s8 without upscale_dims has output dims where v7 has upscale_dims: skipped
     v6 = MODULE.replace("ptr @b, ptr null, ptr @c.output_dims", "ptr @b, ptr @c.output_dims")
@@ -40,6 +55,8 @@ def test_kws_int8_counts_what_its_float_model_does(captured):
     """Every conv, depthwise conv and dense layer of kws_int8 is a CMSIS-NN call; their MACs
     are the float model's (its libjit convolution and dot calls)."""
     text = captured("kws_int8").model_ll.read_text()
-    assert "call i32 @arm_depthwise_conv_s8(" in text and "libjit_conv2d_f32" not in text
+    # capture calls the forms the wrappers pick (3x3 depthwise, 1x1 fast)
+    assert "call i32 @arm_depthwise_conv_3x3_s8(" in text and "call i32 @arm_convolve_1x1_s8_fast(" in text
+    assert "libjit_conv2d_f32" not in text
     assert macs.count(text) == macs.cmsis_nn(text.split("\n")) == macs.count(captured("kws_dscnn").model_ll.read_text())
     assert macs.count(text) > 0

@@ -1,5 +1,6 @@
 """relayout.const_convs: the all-args rule sending int8 convs with constant per-channel
-parameters to shim_convolve_s8_const (and only those, only on the shim)."""
+parameters to shim_convolve_wrapper_s8_const / shim_convolve_s8_const (and only those, only on
+the shim)."""
 
 from pathlib import Path
 
@@ -30,6 +31,21 @@ def test_constant_conv_calls_the_unrolled_kernel_and_is_logged():
     assert [n.kernel for n in notes] == ["shim_convolve_s8_const", ""]
     assert "calls @shim_convolve_s8_const" in notes[0].log_line()
     assert "not a constant global" in notes[1].log_line()
+
+
+def test_constant_wrapper_call_calls_the_unrolled_wrapper():
+    wrapper = MODULE.replace("@arm_convolve_s8(", "@arm_convolve_wrapper_s8(").replace("ptr null, ", "")
+    wrapper = wrapper.replace("ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)", "ptr, " * 10 + "ptr)")
+    text, notes = relayout.const_convs(wrapper, shim=True)
+    calls = [ln for ln in text.splitlines() if " call " in ln]
+    assert "@shim_convolve_wrapper_s8_const(ptr @c, ptr @p, ptr @q," in calls[0] and calls[0].endswith("ptr %y)")
+    assert "@arm_convolve_wrapper_s8(" in calls[1]
+    assert "declare i32 @shim_convolve_wrapper_s8_const(" + "ptr, " * 10 + "ptr)" in text
+    assert "shim_convolve_s8_const" not in text
+    assert [n.kernel for n in notes] == ["shim_convolve_wrapper_s8_const", ""]
+    assert "left on arm_convolve_wrapper_s8 (quant params or bias not" in notes[1].log_line()
+    text, notes = relayout.const_convs(wrapper, shim=False)
+    assert text == wrapper and "has no shim_convolve_wrapper_s8_const" in notes[0].log_line()
 
 
 def test_a_call_chosen_shape_only_is_left_alone():
@@ -95,11 +111,47 @@ def test_shape_only_call_is_measured_and_bit_exact(tmp_path, monkeypatch):
     kept = (tmp_path / "cmp" / "all-args" / "pipeline.txt").read_text()
     assert ("shape-only=1" in kept) == (row.shape_only == (1,))
 
-    # the shape-only build itself: the conv stays on arm_convolve_s8, specialized by dims' rule
+    # the shape-only build itself: the conv stays on the form it called, specialized by dims' rule
     only = compare(model, tmp_path / "only", variants.Options.of(unroll_candidates=(), shape_only=frozenset({1})),
                    which=("all-args",))
     r = only.row("all-args")
     assert r.status == "pass" and r.max_abs_err == 0 and r.shape_only == (1,)
     log = (tmp_path / "only" / "all-args" / "specialization.log").read_text()
     assert "-> @arm_convolve_s8 (call 1, shape-only): kept" in log
-    assert "shim_convolve_s8_const" not in log
+    assert "shim_convolve_s8_const" not in log and "shim_convolve_wrapper_s8_const" not in log
+
+
+def _body(text: str, prefix: str) -> list[str]:
+    """The lines of the one function of `text` whose name starts with `prefix`."""
+    (start,) = [i for i, ln in enumerate(text.splitlines()) if ln.startswith("define") and f"@{prefix}" in ln]
+    lines = text.splitlines()[start:]
+    return lines[:lines.index("}") + 1]
+
+
+def test_wrapper_dispatch_folds_away_once_specialized(tmp_path):
+    """A pointwise conv captured as the form the wrapper picks (arm_convolve_1x1_s8_fast): in dims
+    its clone is the 1x1 form's code with no call left and no other form in the optimized IR; in
+    all-args its call goes to shim_convolve_wrapper_s8_const, which runs shim_convolve_s8_const's
+    clone (the unrolled general form) on stack columns, and nothing else
+    is left of the choice (the const wrapper is inlined into the entry)."""
+    from specializer import inputs
+    from specializer.capture.capture import capture
+    from specializer.optimize import variants
+
+    c = capture(Path(__file__).parent / "data" / "int8_blocks" / "blocks_model.py", "pointwise_fast", tmp_path / "c")
+    model = inputs.load(c.model_ll)
+    dims = variants.build(model, "dims", tmp_path / "dims")
+    text = (dims.dir / "optimized.ll").read_text()
+    for other in ("arm_convolve_s8", "arm_convolve_1x1_s8(", "arm_convolve_1x1_s8.", "arm_convolve_1_x_n_s8",
+                  "arm_convolve_wrapper_s8"):
+        assert f"@{other}" not in text, other
+    body = _body(text, "arm_convolve_1x1_s8_fast.spec.")
+    assert not any(" call " in ln and "@arm_" in ln for ln in body)  # the 1x1 form's code, inlined
+    args = variants.build(model, "all-args", tmp_path / "all-args")
+    text = (args.dir / "optimized.ll").read_text()
+    assert "@arm_convolve" not in text and "@shim_convolve_wrapper_s8_const" not in text  # dispatch inlined away
+    assert len([ln for ln in text.splitlines() if ln.startswith("define") and "@shim_convolve_s8_const.spec." in ln]) == 1
+    body = _body(text, "pointwise_fast_run")
+    calls = [ln for ln in body if " call " in ln and "@llvm." not in ln]
+    assert calls and all("@shim_convolve_s8_const.spec." in ln for ln in calls), calls  # the general form's clone
+    assert any("alloca [24 x i16]" in ln for ln in body)  # its two columns of depth 10 (12) on the stack

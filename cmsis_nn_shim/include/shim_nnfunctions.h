@@ -64,6 +64,97 @@ arm_cmsis_nn_status arm_convolve_s8(const cmsis_nn_context *ctx,
 int32_t arm_convolve_s8_get_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims);
 
 /*
+ * The s8 convolution TFLite Micro calls: arm_convolve_s8's arguments without upscale_dims and
+ * its results, computed by the form the shapes allow (CMSIS-NN v7.0.0's choice, no Helium):
+ *
+ *   1x1 filter, padding 0, dilation 1, input_dims->c == filter_dims->c:
+ *       stride 1x1 -> arm_convolve_1x1_s8_fast, else arm_convolve_1x1_s8
+ *   else input_dims->h == 1, filter_dims->h == 1, dilation.w == 1,
+ *        (stride.w * input_dims->c) % 4 == 0, input_dims->c == filter_dims->c
+ *       -> arm_convolve_1_x_n_s8
+ *   else -> arm_convolve_s8 (upscale_dims NULL)
+ *
+ * ctx: scratch of arm_convolve_wrapper_s8_get_buffer_size() bytes (its buf may be NULL when
+ * that is 0). Returns the chosen form's status.
+ */
+arm_cmsis_nn_status arm_convolve_wrapper_s8(const cmsis_nn_context *ctx,
+                                            const cmsis_nn_conv_params *conv_params,
+                                            const cmsis_nn_per_channel_quant_params *quant_params,
+                                            const cmsis_nn_dims *input_dims,
+                                            const int8_t *input_data,
+                                            const cmsis_nn_dims *filter_dims,
+                                            const int8_t *filter_data,
+                                            const cmsis_nn_dims *bias_dims,
+                                            const int32_t *bias_data,
+                                            const cmsis_nn_dims *output_dims,
+                                            int8_t *output_data);
+
+/* Scratch bytes arm_convolve_wrapper_s8() needs on this core: the chosen form's (1x1: 0, unless
+   built by Arm Compiler 6 with the DSP extension: 2 * C_IN int16; 1xN and the general form:
+   arm_convolve_s8_get_buffer_size()). The _dsp form is that for a core with the DSP extension,
+   whatever this build's. As in CMSIS-NN v7.0.0 the 1x1 test here does not compare C_IN with the
+   filter's C. */
+int32_t arm_convolve_wrapper_s8_get_buffer_size(const cmsis_nn_conv_params *conv_params,
+                                                const cmsis_nn_dims *input_dims,
+                                                const cmsis_nn_dims *filter_dims,
+                                                const cmsis_nn_dims *output_dims);
+int32_t arm_convolve_wrapper_s8_get_buffer_size_dsp(const cmsis_nn_conv_params *conv_params,
+                                                    const cmsis_nn_dims *input_dims,
+                                                    const cmsis_nn_dims *filter_dims,
+                                                    const cmsis_nn_dims *output_dims);
+
+/* 1x1 convolution, padding 0, stride 1x1 (ARM_CMSIS_NN_ARG_ERROR otherwise); filter
+   [C_OUT, 1, 1, C_IN]. No scratch is used. */
+arm_cmsis_nn_status arm_convolve_1x1_s8_fast(const cmsis_nn_context *ctx,
+                                             const cmsis_nn_conv_params *conv_params,
+                                             const cmsis_nn_per_channel_quant_params *quant_params,
+                                             const cmsis_nn_dims *input_dims,
+                                             const int8_t *input_data,
+                                             const cmsis_nn_dims *filter_dims,
+                                             const int8_t *filter_data,
+                                             const cmsis_nn_dims *bias_dims,
+                                             const int32_t *bias_data,
+                                             const cmsis_nn_dims *output_dims,
+                                             int8_t *output_data);
+
+/* Scratch bytes arm_convolve_1x1_s8_fast() needs: 0 (2 * C_IN int16 only when CMSIS-NN is
+   built by Arm Compiler 6 with the DSP extension). */
+int32_t arm_convolve_1x1_s8_fast_get_buffer_size(const cmsis_nn_dims *input_dims);
+
+/* 1x1 convolution, padding 0 (ARM_CMSIS_NN_ARG_ERROR otherwise), any stride. No scratch. */
+arm_cmsis_nn_status arm_convolve_1x1_s8(const cmsis_nn_context *ctx,
+                                        const cmsis_nn_conv_params *conv_params,
+                                        const cmsis_nn_per_channel_quant_params *quant_params,
+                                        const cmsis_nn_dims *input_dims,
+                                        const int8_t *input_data,
+                                        const cmsis_nn_dims *filter_dims,
+                                        const int8_t *filter_data,
+                                        const cmsis_nn_dims *bias_dims,
+                                        const int32_t *bias_data,
+                                        const cmsis_nn_dims *output_dims,
+                                        int8_t *output_data);
+
+/* 1xN convolution: input_dims->h == 1, dilation.w == 1, stride.w > 0 and
+   (stride.w * input_dims->c) % 4 == 0, ctx->buf not NULL (ARM_CMSIS_NN_ARG_ERROR otherwise).
+   Scratch: arm_convolve_1_x_n_s8_get_buffer_size() (without Helium arm_convolve_s8's). */
+arm_cmsis_nn_status arm_convolve_1_x_n_s8(const cmsis_nn_context *ctx,
+                                          const cmsis_nn_conv_params *conv_params,
+                                          const cmsis_nn_per_channel_quant_params *quant_params,
+                                          const cmsis_nn_dims *input_dims,
+                                          const int8_t *input_data,
+                                          const cmsis_nn_dims *filter_dims,
+                                          const int8_t *filter_data,
+                                          const cmsis_nn_dims *bias_dims,
+                                          const int32_t *bias_data,
+                                          const cmsis_nn_dims *output_dims,
+                                          int8_t *output_data);
+
+int32_t arm_convolve_1_x_n_s8_get_buffer_size(const cmsis_nn_conv_params *conv_params,
+                                              const cmsis_nn_dims *input_dims,
+                                              const cmsis_nn_dims *filter_dims,
+                                              const cmsis_nn_dims *output_dims);
+
+/*
  * s8 fully connected layer, TFLite semantics.
  *
  *   ctx           scratch of arm_fully_connected_s8_get_buffer_size() bytes (0 without MVE;
@@ -123,6 +214,74 @@ arm_cmsis_nn_status arm_depthwise_conv_s8(const cmsis_nn_context *ctx,
                                           const int32_t *bias_data,
                                           const cmsis_nn_dims *output_dims,
                                           int8_t *output_data);
+
+/*
+ * The s8 depthwise convolution TFLite Micro calls: arm_depthwise_conv_s8's arguments and
+ * results, computed by the form the shapes allow (CMSIS-NN v7.0.0's choice, no Helium):
+ *
+ *   ch_mult == 1, N == 1, dilation 1x1:
+ *       3x3 filter, padding.h <= 1, padding.w <= 1 -> arm_depthwise_conv_3x3_s8
+ *       else                                       -> arm_depthwise_conv_s8_opt
+ *   else                                           -> arm_depthwise_conv_s8
+ *
+ * ctx: scratch of arm_depthwise_conv_wrapper_s8_get_buffer_size() bytes (its buf may be NULL
+ * when that is 0).
+ */
+arm_cmsis_nn_status arm_depthwise_conv_wrapper_s8(const cmsis_nn_context *ctx,
+                                                  const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                  const cmsis_nn_per_channel_quant_params *quant_params,
+                                                  const cmsis_nn_dims *input_dims,
+                                                  const int8_t *input_data,
+                                                  const cmsis_nn_dims *filter_dims,
+                                                  const int8_t *filter_data,
+                                                  const cmsis_nn_dims *bias_dims,
+                                                  const int32_t *bias_data,
+                                                  const cmsis_nn_dims *output_dims,
+                                                  int8_t *output_data);
+
+/* Scratch bytes arm_depthwise_conv_wrapper_s8() needs: with input_dims->c == output_dims->c,
+   N == 1 and dilation 1x1, 0 for the 3x3 form and arm_depthwise_conv_s8_opt_get_buffer_size()
+   otherwise; else 0. The _dsp form is that for a core with the DSP extension. */
+int32_t arm_depthwise_conv_wrapper_s8_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                      const cmsis_nn_dims *input_dims,
+                                                      const cmsis_nn_dims *filter_dims,
+                                                      const cmsis_nn_dims *output_dims);
+int32_t arm_depthwise_conv_wrapper_s8_get_buffer_size_dsp(const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                          const cmsis_nn_dims *input_dims,
+                                                          const cmsis_nn_dims *filter_dims,
+                                                          const cmsis_nn_dims *output_dims);
+
+/* 3x3 depthwise convolution, C_IN == C_OUT, padding.w <= 1 (ARM_CMSIS_NN_ARG_ERROR otherwise;
+   the wrapper also keeps padding.h <= 1). No scratch. */
+arm_cmsis_nn_status arm_depthwise_conv_3x3_s8(const cmsis_nn_context *ctx,
+                                              const cmsis_nn_dw_conv_params *dw_conv_params,
+                                              const cmsis_nn_per_channel_quant_params *quant_params,
+                                              const cmsis_nn_dims *input_dims,
+                                              const int8_t *input_data,
+                                              const cmsis_nn_dims *filter_dims,
+                                              const int8_t *filter_data,
+                                              const cmsis_nn_dims *bias_dims,
+                                              const int32_t *bias_data,
+                                              const cmsis_nn_dims *output_dims,
+                                              int8_t *output_data);
+
+/* Depthwise convolution with C_IN == C_OUT (ARM_CMSIS_NN_ARG_ERROR otherwise, or when ctx->buf
+   is NULL and arm_depthwise_conv_s8_opt_get_buffer_size() is not 0). */
+arm_cmsis_nn_status arm_depthwise_conv_s8_opt(const cmsis_nn_context *ctx,
+                                              const cmsis_nn_dw_conv_params *dw_conv_params,
+                                              const cmsis_nn_per_channel_quant_params *quant_params,
+                                              const cmsis_nn_dims *input_dims,
+                                              const int8_t *input_data,
+                                              const cmsis_nn_dims *filter_dims,
+                                              const int8_t *filter_data,
+                                              const cmsis_nn_dims *bias_dims,
+                                              const int32_t *bias_data,
+                                              const cmsis_nn_dims *output_dims,
+                                              int8_t *output_data);
+
+/* Scratch bytes arm_depthwise_conv_s8_opt() needs: C_IN * KH * KW int16 with the DSP extension,
+   else 0. */
+int32_t arm_depthwise_conv_s8_opt_get_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims);
 
 /* Scratch bytes arm_fully_connected_s8() needs: 0 (the MVE kernel sums are not used here). */
 int32_t arm_fully_connected_s8_get_buffer_size(const cmsis_nn_dims *filter_dims);

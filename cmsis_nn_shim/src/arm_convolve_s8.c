@@ -158,7 +158,10 @@ static void gemm_two(const int8_t *wg, int32_t m, int32_t depth, int32_t depth4,
     }
 }
 
-arm_cmsis_nn_status SHIM_CONVOLVE_S8(const cmsis_nn_context *ctx,
+#ifndef SHIM_CONVOLVE_S8_STORAGE
+#define SHIM_CONVOLVE_S8_STORAGE
+#endif
+SHIM_CONVOLVE_S8_STORAGE arm_cmsis_nn_status SHIM_CONVOLVE_S8(const cmsis_nn_context *ctx,
                                     const cmsis_nn_conv_params *conv_params,
                                     const cmsis_nn_per_channel_quant_params *quant_params,
                                     const cmsis_nn_dims *input_dims,

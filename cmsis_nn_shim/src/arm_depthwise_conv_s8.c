@@ -53,7 +53,11 @@ static inline __attribute__((always_inline)) void dw4(int8_t *o, int32_t c, cons
 }
 #endif
 
-arm_cmsis_nn_status arm_depthwise_conv_s8(const cmsis_nn_context *ctx,
+#ifndef SHIM_DEPTHWISE_S8
+#define SHIM_DEPTHWISE_S8 arm_depthwise_conv_s8
+#define SHIM_DEPTHWISE_S8_STORAGE
+#endif
+SHIM_DEPTHWISE_S8_STORAGE arm_cmsis_nn_status SHIM_DEPTHWISE_S8(const cmsis_nn_context *ctx,
                                           const cmsis_nn_dw_conv_params *dw_conv_params,
                                           const cmsis_nn_per_channel_quant_params *quant_params,
                                           const cmsis_nn_dims *input_dims,

@@ -177,7 +177,8 @@ class _Lowering:
                                            "names no int8 block the model traced")
         lower = cmsis_calls_act.lower if p["op"] in cmsis_calls_act.OPS else cmsis_calls.lower
         call = lower(scope, p, [_operand(a) for a in t.arguments], _operand(t.results[0]))
-        self.log.append(f"lowered {scope} ({t.op_name}) onto {call.function}")
+        note = f" ({call.note})" if call.note else ""
+        self.log.append(f"lowered {scope} ({t.op_name}) onto {call.function}{note}")
         return call
 
     def unsupported(self, t: xe.Thunk) -> UserError:

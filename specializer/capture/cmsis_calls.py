@@ -2,18 +2,27 @@
 
 One custom call "cmsis_nn.<op>" becomes one call of CMSIS-NN's s8 function with CMSIS-NN
 v7.0.0's signature (the shim's), every struct and per-channel array a constant global named
-after the block's scope: convolve_s8 -> arm_convolve_s8 (upscale_dims NULL), depthwise_conv_s8
--> arm_depthwise_conv_s8, fully_connected_s8 -> arm_fully_connected_s8. Arguments and struct
+after the block's scope: convolve_s8 and depthwise_conv_s8 call the form that
+arm_convolve_wrapper_s8 / arm_depthwise_conv_wrapper_s8 (the calls TFLite Micro makes) pick for
+the block's shapes -- the shapes are known here, so capture makes the wrapper's choice as an
+ahead-of-time compiler does, and O2 sees the form's own code at the call --, fully_connected_s8
+-> arm_fully_connected_s8. Where the form a wrapper would pick is not exact for the block (v7.0.0's 1x1 forms assume no bottom/right padding, its
+3x3 depthwise form a window's middle column inside the input, its _opt form every window
+overlapping the input's rows), the block calls arm_convolve_s8 (upscale_dims NULL) /
+arm_depthwise_conv_s8 directly; the capture log says which form and why. Arguments and struct
 fields are given by name; specializer/library/cmsis_api.py's tables put them in C's order.
 
 The scratch buffer (cmsis_nn_context.buf) is the memory plan's shared scratch global, sized
-with v7.0.0's *_get_buffer_size formulas for a DSP core without Helium, computed here (the
-shim's functions return the same). Anything that does not line up with the block's parameters (dtypes,
-shapes, layouts, an output sharing memory with an input) raises NotLowerable: capture then
-captures again with every block left to XLA and logs why.
+with v7.0.0's *_get_buffer_size formulas for a DSP core without Helium built by clang
+(the wrapper's: the size of the form it picks), computed here (the shim's functions return the
+same). Anything that does not line up with the block's parameters (dtypes, shapes, layouts, an
+output sharing memory with an input) raises NotLowerable: capture then captures again with
+every block left to XLA and logs why.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from specializer.capture.libcalls import Operand
 from specializer.capture.thunks import Const, LibCall
@@ -74,6 +83,67 @@ def convolve_s8_buffer_size(filter_dims, input_c: int) -> int:
     return 2 * _round_up_4(kh * kw * input_c) * 2
 
 
+def convolve_wrapper_s8_form(p: dict) -> str:
+    """The function arm_convolve_wrapper_s8 (v7.0.0, no Helium) hands conv block `p` to (dilation 1)."""
+    (top, _), (left, _) = p["padding"]
+    sh, sw = p["stride"]
+    _, kh, kw, ck = p["filter_dims"]
+    _, in_h, _, in_c = p["input_dims"]
+    if top == 0 and left == 0 and kh == 1 and kw == 1 and in_c == ck:
+        return "arm_convolve_1x1_s8_fast" if (sh, sw) == (1, 1) else "arm_convolve_1x1_s8"
+    if in_h == 1 and kh == 1 and (sw * in_c) % 4 == 0 and in_c == ck:
+        return "arm_convolve_1_x_n_s8"
+    return "arm_convolve_s8"
+
+
+def convolve_wrapper_s8_buffer_size(p: dict) -> int:
+    """arm_convolve_wrapper_s8_get_buffer_size (v7.0.0 with the DSP extension, not built by Arm
+    Compiler 6): 0 for the 1x1 forms (its 1x1 test does not compare C_IN with the filter's),
+    else arm_convolve_s8's (the 1xN form's size without Helium)."""
+    (top, _), (left, _) = p["padding"]
+    _, kh, kw, _ = p["filter_dims"]
+    if top == 0 and left == 0 and kh == 1 and kw == 1:
+        return 0
+    return convolve_s8_buffer_size(p["filter_dims"], p["input_dims"][3])
+
+
+def depthwise_conv_wrapper_s8_form(p: dict) -> str:
+    """The function arm_depthwise_conv_wrapper_s8 (v7.0.0, no Helium) hands depthwise block `p` to."""
+    (top, _), (left, _) = p["padding"]
+    _, kh, kw, _ = p["filter_dims"]
+    if p["ch_mult"] == 1 and p["input_dims"][0] == 1:
+        if (kh, kw) == (3, 3) and top <= 1 and left <= 1:
+            return "arm_depthwise_conv_3x3_s8"
+        return "arm_depthwise_conv_s8_opt"
+    return "arm_depthwise_conv_s8"
+
+
+def depthwise_conv_wrapper_s8_buffer_size(p: dict) -> int:
+    """arm_depthwise_conv_wrapper_s8_get_buffer_size (v7.0.0 with the DSP extension): the _opt
+    form's int16 window column of C_IN x KH x KW, none for the others."""
+    _, kh, kw, _ = p["filter_dims"]
+    form = depthwise_conv_wrapper_s8_form(p)
+    return p["input_dims"][3] * kh * kw * 2 if form == "arm_depthwise_conv_s8_opt" else 0
+
+
+def _inexact(form: str, p: dict) -> str:
+    """Why CMSIS-NN v7.0.0's `form` would not compute block `p` exactly ("" when it does)."""
+    (top, bottom), (left, right) = p["padding"]
+    sh, sw = p["stride"]
+    _, in_h, in_w, _ = p["input_dims"]
+    _, out_h, out_w, _ = p["output_dims"]
+    _, kh, _, _ = p["filter_dims"]
+    if form in ("arm_convolve_1x1_s8_fast", "arm_convolve_1x1_s8") and (bottom, right) != (0, 0):
+        return f"{form} assumes no bottom/right padding (here {bottom}, {right})"
+    if form == "arm_depthwise_conv_3x3_s8" and (out_w - 1) * sw - left + 2 > in_w:
+        return f"{form} reads a window's middle column, right of the input here (right padding {right})"
+    if form == "arm_depthwise_conv_s8_opt" and (top > kh or (out_h - 1) * sh - top > in_h):
+        return f"{form} assumes every window overlaps the input's rows (padding {top}, {bottom})"
+    if form == "arm_depthwise_conv_s8_opt" and max(in_h, in_w, out_h, out_w) >= 1 << 15:
+        return f"{form} keeps window positions in 16 bits"
+    return ""
+
+
 def _check(op: Operand, dtype: str, dims, what: str, scope: str) -> None:
     if op.dtype != dtype or tuple(op.dims) != tuple(dims):
         raise NotLowerable(f"{scope}: {what} is {op}, the block's parameters say {dtype}{list(dims)}")
@@ -100,19 +170,30 @@ def _conv(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out
               "stride": {"w": sw, "h": sh}, "padding": {"w": left, "h": top}, "dilation": {"w": 1, "h": 1},
               "activation": _activation(p["activation"])}
     if op == "convolve_s8":
-        fn = "arm_convolve_s8"
-        scratch = convolve_s8_buffer_size(p["filter_dims"], p["input_dims"][3])
-        # v7.0.0: upscale_dims NULL, no upscaling
-        own = {"conv_params": _struct(f"{scope}.params", "cmsis_nn_conv_params", **window), "upscale_dims": None}
+        form = convolve_wrapper_s8_form(p)
+        fn, scratch, generic = "arm_convolve_wrapper_s8", convolve_wrapper_s8_buffer_size(p), "arm_convolve_s8"
+        own = {"conv_params": _struct(f"{scope}.params", "cmsis_nn_conv_params", **window)}
     else:
-        fn, scratch = "arm_depthwise_conv_s8", 0
+        form = depthwise_conv_wrapper_s8_form(p)
+        fn, scratch, generic = "arm_depthwise_conv_wrapper_s8", depthwise_conv_wrapper_s8_buffer_size(p), \
+            "arm_depthwise_conv_s8"
         own = {"dw_conv_params": _struct(f"{scope}.params", "cmsis_nn_dw_conv_params", ch_mult=p["ch_mult"], **window)}
-    return _call(fn, scratch, ctx=_context(f"{scope}.ctx", scratch),
+    note = f"the form {fn} picks"
+    if why := _inexact(form, p):  # the general function, called as the wrapper calls it
+        fn, note, scratch = generic, f"not the wrapper's form: {why}", 0
+        if op == "convolve_s8":
+            scratch, own["upscale_dims"] = convolve_s8_buffer_size(p["filter_dims"], p["input_dims"][3]), None
+    else:  # the form itself, as an ahead-of-time compiler calls it: the shapes are known here
+        fn = form
+        if form == "arm_convolve_s8":
+            own["upscale_dims"] = None
+    call = _call(fn, scratch, ctx=_context(f"{scope}.ctx", scratch),
                  quant_params=_per_channel(scope, p["multipliers"], p["shifts"], cout),
                  input_dims=_dims(f"{scope}.input_dims", p["input_dims"]), input_data=x.slice,
                  filter_dims=_dims(f"{scope}.filter_dims", p["filter_dims"]), filter_data=w.slice,
                  bias_dims=_dims(f"{scope}.bias_dims", (1, 1, 1, cout)), bias_data=bias.slice if bias else None,
                  output_dims=_dims(f"{scope}.output_dims", p["output_dims"]), output_data=out.slice, **own)
+    return dataclasses.replace(call, note=note)
 
 
 def _fc(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out: Operand) -> LibCall:

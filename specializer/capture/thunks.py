@@ -72,3 +72,4 @@ class LibCall:
     ret: str = "void"  # LLVM return type (CMSIS-NN returns its i32 status, ignored)
     scratch: int = 0  # bytes of the shared scratch buffer a Const context hands the function
     op: str = ""  # the HLO instruction it runs
+    note: str = ""  # for capture.log: what a CMSIS-NN wrapper call picks, or why the call is not the wrapper

@@ -48,13 +48,35 @@ def _i32(*names: str) -> tuple[tuple[str, str], ...]:
 
 _STATUS = "arm_cmsis_nn_status"
 
+_CONV = _layer("cmsis_nn_conv_params", "cmsis_nn_per_channel_quant_params") + _OUT
+_DW = _layer("cmsis_nn_dw_conv_params", "cmsis_nn_per_channel_quant_params") + _OUT
+_CONV_SIZE = (("const cmsis_nn_conv_params *", "conv_params"), (_DIMS, "input_dims"), (_DIMS, "filter_dims"),
+              (_DIMS, "output_dims"))
+_DW_SIZE = (("const cmsis_nn_dw_conv_params *", "dw_conv_params"),) + _CONV_SIZE[1:]
+
 # Every CMSIS-NN function a captured model or libjit's own kernels call, as v7.0.0 declares it.
+# Capture calls the two wrappers (as TFLite Micro does) and, where the form a wrapper picks is
+# not exact for a block, arm_convolve_s8 / arm_depthwise_conv_s8 (cmsis_calls.py); the forms the
+# wrappers pick and their buffer sizes are listed too: the shim implements them and a
+# checkout must declare them as v7.0.0 does.
 FUNCTIONS = (
-    Function("arm_convolve_s8", _STATUS,
-             _layer("cmsis_nn_conv_params", "cmsis_nn_per_channel_quant_params") + ((_DIMS, "upscale_dims"),) + _OUT),
+    Function("arm_convolve_wrapper_s8", _STATUS, _CONV),
+    Function("arm_convolve_wrapper_s8_get_buffer_size", "int32_t", _CONV_SIZE),
+    Function("arm_convolve_wrapper_s8_get_buffer_size_dsp", "int32_t", _CONV_SIZE),
+    Function("arm_convolve_1x1_s8_fast", _STATUS, _CONV),
+    Function("arm_convolve_1x1_s8_fast_get_buffer_size", "int32_t", ((_DIMS, "input_dims"),)),
+    Function("arm_convolve_1x1_s8", _STATUS, _CONV),
+    Function("arm_convolve_1_x_n_s8", _STATUS, _CONV),
+    Function("arm_convolve_1_x_n_s8_get_buffer_size", "int32_t", _CONV_SIZE),
+    Function("arm_convolve_s8", _STATUS, _CONV[:9] + ((_DIMS, "upscale_dims"),) + _OUT),
     Function("arm_convolve_s8_get_buffer_size", "int32_t", ((_DIMS, "input_dims"), (_DIMS, "filter_dims"))),
-    Function("arm_depthwise_conv_s8", _STATUS,
-             _layer("cmsis_nn_dw_conv_params", "cmsis_nn_per_channel_quant_params") + _OUT),
+    Function("arm_depthwise_conv_wrapper_s8", _STATUS, _DW),
+    Function("arm_depthwise_conv_wrapper_s8_get_buffer_size", "int32_t", _DW_SIZE),
+    Function("arm_depthwise_conv_wrapper_s8_get_buffer_size_dsp", "int32_t", _DW_SIZE),
+    Function("arm_depthwise_conv_3x3_s8", _STATUS, _DW),
+    Function("arm_depthwise_conv_s8_opt", _STATUS, _DW),
+    Function("arm_depthwise_conv_s8_opt_get_buffer_size", "int32_t", ((_DIMS, "input_dims"), (_DIMS, "filter_dims"))),
+    Function("arm_depthwise_conv_s8", _STATUS, _DW),
     Function("arm_fully_connected_s8", _STATUS,
              _layer("cmsis_nn_fc_params", "cmsis_nn_per_tensor_quant_params") + _OUT),
     Function("arm_fully_connected_s8_get_buffer_size", "int32_t", ((_DIMS, "filter_dims"),)),

@@ -412,9 +412,15 @@ class Alloca:
 
 
 def alloca(inst: str) -> Alloca | None:
-    """An `alloca` instruction, read (None for any other)."""
+    """An `alloca` of one object, read (None for any other instruction, and for an alloca of a
+    counted or run-time number of objects: `alloca i16, i32 %n`, a C variable-length array)."""
     m = _ALLOCA.match(inst)
-    return Alloca(m.group(1), m.group(2), int(m.group(3)) if m.group(3) else None) if m else None
+    if not m or _COUNTED.search(m.group(2)):
+        return None
+    return Alloca(m.group(1), m.group(2), int(m.group(3)) if m.group(3) else None)
+
+
+_COUNTED = re.compile(r",\s*i(?:8|16|32|64)\s+(?:%|-?\d)")
 
 
 def i8_gep_offset(inst: str) -> int | None:

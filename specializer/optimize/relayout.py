@@ -16,10 +16,13 @@ library (dims never knows weight values; Glow's default never looks at them). On
   37% nonzeros (43% when the dense loop cost 4.8).
 
 * **int8 conv with constant per-channel parameters** (cmsis_nn_shim only):
-  ``arm_convolve_s8(...)`` whose quant params (``{multiplier*, shift*}``) and bias are constant
-  globals calls ``shim_convolve_s8_const`` instead: the same code and results, its channel loop
-  fully unrolled, so each channel's multiplier, shift and bias become immediates in the clone.
-  A real CMSIS-NN checkout has no such function: the call is left alone there.
+  ``arm_convolve_wrapper_s8(...)`` whose quant params (``{multiplier*, shift*}``) and bias are
+  constant globals calls ``shim_convolve_wrapper_s8_const`` instead: the same dispatch, code and
+  results, each form it picks with its output-channel loop fully unrolled, so once the shapes
+  are constant the choice folds away and each channel's multiplier, shift and bias become
+  immediates in the clone. Likewise ``arm_convolve_s8(...)`` (a block capture does not hand to
+  the wrapper) -> ``shim_convolve_s8_const``. A real CMSIS-NN checkout has no such functions: the
+  call is left alone there.
 
 Each decision, applied or not, is returned for the specialization log. Calls named in `skip` (the
 model's call numbers, callsites.py: those the comparison measured faster as shape-only clones)
@@ -110,7 +113,14 @@ def _array(name: str, ty: str, items: list[str]) -> str:
 
 CONV_S8 = "arm_convolve_s8"
 CONV_S8_CONST = "shim_convolve_s8_const"
-CONV_S8_ARGS = len(next(f for f in FUNCTIONS if f.name == CONV_S8).params)  # v7.0.0: 12
+# each conv with constant per-channel parameters -> the shim's copy with its channel loop
+# unrolled; quant params and bias are arguments 2 and 8 of both
+# (a form the wrapper picks, called directly, has the wrapper's signature: its copy re-picks it)
+CONST_CONVS = {"arm_convolve_wrapper_s8": "shim_convolve_wrapper_s8_const",
+               "arm_convolve_1x1_s8_fast": "shim_convolve_wrapper_s8_const",
+               "arm_convolve_1x1_s8": "shim_convolve_wrapper_s8_const",
+               "arm_convolve_1_x_n_s8": "shim_convolve_wrapper_s8_const", CONV_S8: CONV_S8_CONST}
+_ARGS = {f.name: len(f.params) for f in FUNCTIONS}  # v7.0.0: 11 and 12
 
 
 @dataclass(frozen=True)
@@ -119,11 +129,13 @@ class ConstConv:
     kernel: str  # the kernel the call now goes to ("" when left alone)
     reason: str = ""
 
+    callee: str = CONV_S8  # the CMSIS-NN function the call names
+
     def log_line(self) -> str:
         if self.kernel:
             return (f"int8 conv {quote(self.scope)}: constant quant params and bias, calls "
                     f"{quote(self.kernel)} (channel loop unrolled: per-channel constants become immediates)")
-        return f"int8 conv {quote(self.scope)}: left on {CONV_S8} ({self.reason})"
+        return f"int8 conv {quote(self.scope)}: left on {self.callee} ({self.reason})"
 
 
 def _constant_global(defs: dict, lines: list[str], arg: str) -> bool:
@@ -143,22 +155,25 @@ def const_convs(text: str, shim: bool, skip: frozenset = frozenset()) -> tuple[s
     defs = irtext.global_lines(lines)
     notes = []
     skipped = _skipped(text, skip)
-    for call in list(direct_calls(lines, (CONV_S8,))):
-        args = call.args
-        if len(args) != CONV_S8_ARGS or skipped(lines[call.line]):
+    for call in list(direct_calls(lines, tuple(CONST_CONVS))):
+        args, callee = call.args, call.callee
+        const = CONST_CONVS[callee]
+        if len(args) != _ARGS[callee] or skipped(lines[call.line]):
             continue
         name = global_arg(args[2]) or args[2]
         if not shim:
-            notes.append(ConstConv(name, "", "a real CMSIS-NN checkout has no " + CONV_S8_CONST))
+            notes.append(ConstConv(name, "", "a real CMSIS-NN checkout has no " + const, callee))
         elif not (_constant_global(defs, lines, args[2]) and _constant_global(defs, lines, args[8])):
-            notes.append(ConstConv(name, "", "quant params or bias not a constant global"))
+            notes.append(ConstConv(name, "", "quant params or bias not a constant global", callee))
         else:
-            lines[call.line] = lines[call.line].replace("@" + CONV_S8 + "(", "@" + CONV_S8_CONST + "(", 1)
-            notes.append(ConstConv(name, CONV_S8_CONST))
-    if not any(n.kernel for n in notes):
+            lines[call.line] = lines[call.line].replace("@" + callee + "(", "@" + const + "(", 1)
+            notes.append(ConstConv(name, const, callee=callee))
+    used = sorted({n.kernel for n in notes if n.kernel})
+    if not used:
         return text, tuple(notes)
-    decl = f"declare i32 @{CONV_S8_CONST}({', '.join(['ptr'] * CONV_S8_ARGS)})"
-    return "\n".join(lines).rstrip("\n") + "\n\n" + decl + "\n", tuple(notes)
+    callee_of = {v: k for k, v in CONST_CONVS.items()}  # (any of a copy's callees: one signature)
+    decls = [f"declare i32 @{k}({', '.join(['ptr'] * _ARGS[callee_of[k]])})" for k in used]
+    return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(decls) + "\n", tuple(notes)
 
 
 def relayout(text: str, shim: bool = True, skip: frozenset = frozenset()) -> tuple[str, tuple]:

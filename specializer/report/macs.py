@@ -20,9 +20,17 @@ KERNELS = ("libjit_matmul_f32", "libjit_matmul_s8_s32", "libjit_matmul_s32", "li
 # CMSIS-NN call -> MACs from its filter and output dims ({n, h, w, c} each)
 CMSIS_NN = {
     # filter [C_OUT, KH, KW, CK]: every output value sums KH * KW * CK products
+    "arm_convolve_wrapper_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3],
     "arm_convolve_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3],
+    # the forms the wrapper picks (capture calls the picked one directly): the same sums
+    "arm_convolve_1x1_s8_fast": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3],
+    "arm_convolve_1x1_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3],
+    "arm_convolve_1_x_n_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3],
     # filter [1, KH, KW, C_OUT]: KH * KW products per output value
+    "arm_depthwise_conv_wrapper_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2],
     "arm_depthwise_conv_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2],
+    "arm_depthwise_conv_3x3_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2],
+    "arm_depthwise_conv_s8_opt": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2],
     # filter [ACCUM_DEPTH, -, -, C_OUT], output [BATCH, -, -, C_OUT]
     "arm_fully_connected_s8": lambda f, o: o[0] * f[0] * o[3],
 }

@@ -194,3 +194,56 @@ def softmax(x):
 
 softmax.example_inputs = {"x": _i8(3, 10)}
 softmax.weights = {}
+
+
+# ---------------------------------------------------------------- the wrappers' fast forms
+# (after the blocks above, so that their random values stay what they were)
+
+def _conv_form(input_dims, cout, k, stride, padding):
+    n, h, w, c = input_dims
+    m, s = _quant(cout, k[0] * k[1] * c)
+    out = (n, blocks.conv_output_size(h, k[0], stride[0], padding[0]),
+           blocks.conv_output_size(w, k[1], stride[1], padding[1]), cout)
+    p = ConvParams(input_dims=input_dims, filter_dims=(cout, *k, c), output_dims=out, stride=stride,
+                   padding=padding, input_offset=-11, output_offset=3, activation=(-120, 127), multipliers=m,
+                   shifts=s)
+
+    def fn(x, w, b):
+        return blocks.conv2d(x, w, b, p)
+
+    fn.example_inputs = {"x": _i8(*input_dims)}
+    fn.weights = {"w": _i8(cout, *k, c), "b": _rng.integers(-3000, 3000, cout).astype(np.int32)}
+    return fn
+
+
+def _dw_form(input_dims, stride, padding):
+    n, h, w, c = input_dims
+    m, s = _quant(c, 9)
+    out = (n, blocks.conv_output_size(h, 3, stride[0], padding[0]),
+           blocks.conv_output_size(w, 3, stride[1], padding[1]), c)
+    p = DepthwiseParams(input_dims=input_dims, filter_dims=(1, 3, 3, c), output_dims=out, ch_mult=1, stride=stride,
+                        padding=padding, input_offset=5, output_offset=-2, activation=(-128, 127), multipliers=m,
+                        shifts=s)
+
+    def fn(x, w, b):
+        return blocks.depthwise_conv2d(x, w, b, p)
+
+    fn.example_inputs = {"x": _i8(*input_dims)}
+    fn.weights = {"w": _i8(1, 3, 3, c), "b": _rng.integers(-2000, 2000, c).astype(np.int32)}
+    return fn
+
+
+# arm_convolve_1x1_s8_fast: 25 pixels (pairs, then one), depth 10 (groups of 4, then 2), 7 channels
+pointwise_fast = _conv_form((1, 5, 5, 10), 7, (1, 1), (1, 1), ((0, 0), (0, 0)))
+# arm_convolve_1x1_s8: stride 2 x 3
+pointwise_strided = _conv_form((1, 7, 8, 6), 5, (1, 1), (2, 3), ((0, 0), (0, 0)))
+# 1x1 with bottom / right padding: not the wrapper (its 1x1 forms assume none), arm_convolve_s8
+pointwise_padded = _conv_form((1, 4, 5, 6), 5, (1, 1), (1, 1), ((0, 1), (0, 2)))
+# arm_convolve_1_x_n_s8: input height 1, stride.w * C_IN a multiple of 4
+conv_1xn = _conv_form((1, 1, 9, 4), 5, (1, 3), (1, 1), ((0, 0), (1, 1)))
+# arm_depthwise_conv_3x3_s8: padding 1 on every side; 6 channels (one group of 4, then 2)
+depthwise_3x3 = _dw_form((1, 6, 5, 6), (1, 1), ((1, 1), (1, 1)))
+# stride 2, TensorFlow's SAME padding (the odd pixel at the end)
+depthwise_3x3_s2 = _dw_form((1, 7, 8, 5), (2, 2), ((0, 1), (0, 1)))
+# right padding 2: the last window's middle column is right of the input; not the wrapper
+depthwise_3x3_right2 = _dw_form((1, 5, 5, 4), (1, 1), ((1, 1), (1, 2)))
