@@ -22,4 +22,18 @@ void libjit_matmul_s8_s32(int32_t *out, const int8_t *lhs, const int8_t *rhs, in
 void libjit_matmul_s32(int32_t *out, const int32_t *lhs, const int32_t *rhs, int32_t batch, int32_t m,
                        int32_t k, int32_t n, int32_t lhs_transposed, int32_t rhs_transposed);
 
+/* int8 depthwise convolution, channel multiplier 1, batch 1, NHWC [in_h][in_w][ch] ->
+ * [out_h][out_w][ch], CMSIS-NN's arm_depthwise_conv_s8 results exactly, for weights known at
+ * compile time (dwconv_s8.c; specializer/optimize/relayout_depthwise.py writes the arguments):
+ *   w      int16 pairs per channel and filter row, doubled when fast;
+ *   rq     per channel {bias, multiplier, shift, 0}, or when fast {2 * bias, multiplier, K, rs};
+ *          the bias has the input offset folded in;
+ *   plane  int16 scratch [plane_h][plane_w] (plane_w even, word aligned), border pad_value.
+ * Returns 0. */
+int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const int32_t *rq, int16_t *plane,
+                         int32_t in_h, int32_t in_w, int32_t ch, int32_t kh, int32_t kw, int32_t stride_h,
+                         int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t out_h, int32_t out_w,
+                         int32_t plane_h, int32_t plane_w, int32_t pad_value, int32_t fast, int32_t out_offset,
+                         int32_t act_min, int32_t act_max);
+
 #endif /* LIBJIT_S8_H */

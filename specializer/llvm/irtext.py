@@ -369,6 +369,24 @@ def array_elements(init: str, elem: str) -> list[str] | None:
     return [i[len(elem) + 1:] for i in items]
 
 
+_BYTE_ESCAPE = re.compile(rb"\\(\\|[0-9A-Fa-f]{2})")
+
+
+def byte_elements(init: str, count: int) -> bytes | None:
+    """The bytes of an `[count x i8]` initializer: `c"..."` (a byte escaped as `\\XX`, or `\\\\`),
+    `[i8 a, ...]` or zeroinitializer; None for any other initializer or length."""
+    if init.startswith('c"'):
+        end = init.index('"', 2)
+        data = _BYTE_ESCAPE.sub(lambda m: b"\\" if m.group(1) == b"\\" else bytes([int(m.group(1), 16)]),
+                                init[2:end].encode("latin-1"))
+    else:
+        items = array_elements(init, "i8")
+        if items is None:
+            return None
+        data = bytes(count) if items == [] else bytes(int(v) & 0xFF for v in items)
+    return data if len(data) == count else None
+
+
 # what may follow a global's initializer, each after ", " (LLVM's printed order)
 _AFTER_INITIALIZER = re.compile(r'^(align \d+|section "[^"]*"|partition "[^"]*"|comdat(\(\$[^)]*\))?|'
                                 r'code_model "[^"]*"|no_sanitize\w*|sanitize_\w+|![-a-zA-Z$._0-9]+ !\S+)$')

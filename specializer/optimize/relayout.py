@@ -24,6 +24,10 @@ library (dims never knows weight values; Glow's default never looks at them). On
   the wrapper) -> ``shim_convolve_s8_const``. A real CMSIS-NN checkout has no such functions: the
   call is left alone there.
 
+* **int8 depthwise with constant weights** (any CMSIS-NN, the kernel is libjit's own):
+  relayout_depthwise.py -- the weights as int16 SMLAD pairs for ``libjit_dwconv_s8``, the input
+  offset folded into the bias, the requantization in a form proven equal where it can be.
+
 Each decision, applied or not, is returned for the specialization log. Calls named in `skip` (the
 model's call numbers, callsites.py: those the comparison measured faster as shape-only clones)
 are left alone and not logged.
@@ -38,7 +42,7 @@ import numpy as np
 
 from specializer.library.cmsis_api import FUNCTIONS
 from specializer.llvm.passes import MODEL, Pass
-from specializer.optimize import callsites
+from specializer.optimize import callsites, relayout_depthwise
 from specializer.optimize.callsites import calls_option
 from specializer.optimize.state import BuildState
 from specializer.llvm import irtext
@@ -180,8 +184,9 @@ def relayout(text: str, shim: bool = True, skip: frozenset = frozenset()) -> tup
     """Apply the rules to every call of the model module `text` but those in `skip` (see the
     module docstring)."""
     text, convs = const_convs(text, shim, skip)
+    text, depthwise = relayout_depthwise.depthwise(text, _skipped(text, skip))
     text, notes = _dense(text, skip)
-    return text, notes + convs
+    return text, notes + convs + depthwise
 
 
 def _dense(text: str, skip: frozenset = frozenset()) -> tuple[str, tuple[Relayout, ...]]:
@@ -239,7 +244,8 @@ class RelayoutPass(Pass):
     stage = MODEL
     summary = ("constant weights re-laid out for the kernel that reads them: a pruned dense layer's weight "
                "as compressed sparse columns for libjit_vecmat_csc_f32; an int8 conv with constant "
-               "per-channel parameters on the shim's unrolled conv (relayout.py); numbers the model's calls "
+               "per-channel parameters on the shim's unrolled conv; an int8 depthwise conv with constant "
+               "weights on libjit_dwconv_s8 (relayout.py); numbers the model's calls "
                "first (callsites.py)")
     shape_only: frozenset = calls_option("leaves alone")
 

@@ -1,0 +1,106 @@
+/* libjit_dwconv_s8 (see libjit_s8.h): int8 depthwise convolution (channel multiplier 1) for
+ * weights known at compile time, the all-args build's replacement for CMSIS-NN's depthwise calls
+ * (specializer/optimize/relayout_depthwise.py lays out its weights and folds its bias).
+ *
+ * NHWC depthwise keeps one channel's taps C bytes apart, so CMSIS-NN multiplies one tap per
+ * instruction (SMLABB/SMLATT). Here each channel is first copied into a padded int16 plane, where
+ * two horizontally adjacent taps are one word and one SMLAD multiplies both. The plane's padding
+ * holds the input zero point and the bias has input_offset * (sum of the channel's weights) folded
+ * in, so no offset is added per tap and no tap is tested against the input's edges: the sum is
+ * CMSIS-NN's exactly (int32, no overflow for int8 x int8 over a window).
+ *
+ * Weights, int16, per channel and filter row: jw pairs (w0,w1), (w2,w3), ... (a missing last tap
+ * 0) for an output at an even plane column; with stride 1, kw/2 more pairs (w1,w2), (w3,w4), ...
+ * for its odd neighbour, which starts with w0 * the top half of the first pair.
+ */
+#include <string.h>
+
+#include "libjit_s8.h"
+
+#include "libjit_cmsis_nn.h"
+
+static inline uint32_t pair(const int16_t *p)
+{
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+/* One output value from its accumulator and its channel's record rq (see libjit_s8.h): CMSIS-NN's
+   arm_nn_requantize, or (fast) SMMULR of the doubled accumulator and one rounding shift, whose
+   results the compiler proved equal for this channel (specializer/optimize/requant_proof.py). */
+static inline int8_t requant(uint32_t acc, const int32_t *rq, int32_t fast, int32_t out_offset, int32_t act_min,
+                             int32_t act_max)
+{
+  int32_t v;
+  if (fast) {
+    const int32_t t = (int32_t)(((int64_t)(int32_t)acc * rq[1] + 0x80000000LL) >> 32);
+    v = (t + (t >> 31) + rq[2]) >> rq[3];
+  } else {
+    v = arm_nn_requantize((int32_t)acc, rq[1], rq[2]) + out_offset;
+  }
+  v = v < act_min ? act_min : v;
+  v = v > act_max ? act_max : v;
+  return (int8_t)v;
+}
+
+int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const int32_t *rq, int16_t *plane,
+                         int32_t in_h, int32_t in_w, int32_t ch, int32_t kh, int32_t kw, int32_t stride_h,
+                         int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t out_h, int32_t out_w,
+                         int32_t plane_h, int32_t plane_w, int32_t pad_value, int32_t fast, int32_t out_offset,
+                         int32_t act_min, int32_t act_max)
+{
+  const int32_t jw = (kw + 1) / 2, jv = stride_w == 1 ? kw / 2 : 0, wrow = 2 * (jw + jv);
+  for (int32_t i = 0; i < plane_h * plane_w; i++) {
+    plane[i] = (int16_t)pad_value;
+  }
+  for (int32_t c = 0; c < ch; c++) {
+    for (int32_t y = 0; y < in_h; y++) {
+      int16_t *row = plane + (y + pad_top) * plane_w + pad_left;
+      const int8_t *src = in + y * in_w * ch + c;
+      for (int32_t x = 0; x < in_w; x++) {
+        row[x] = src[x * ch];
+      }
+    }
+    const int16_t *wc = w + c * kh * wrow;
+    const int32_t *r4 = rq + 4 * c;
+    const uint32_t b = (uint32_t)r4[0];
+    for (int32_t oy = 0; oy < out_h; oy++) {
+      const int16_t *rows = plane + oy * stride_h * plane_w;
+      int8_t *o = out + oy * out_w * ch + c;
+      int32_t ox = 0;
+      if (stride_w == 1) {
+        for (; ox + 1 < out_w; ox += 2) {
+          uint32_t a0 = b, a1 = b;
+          for (int32_t ky = 0; ky < kh; ky++) {
+            const int16_t *r = rows + ky * plane_w + ox;
+            const int16_t *wr = wc + ky * wrow;
+            const uint32_t p0 = pair(r);
+            a0 = (uint32_t)__builtin_arm_smlad((int)p0, (int)pair(wr), (int)a0);
+            a1 = (uint32_t)__builtin_arm_smlatb((int)p0, (int)pair(wr), (int)a1);
+            for (int32_t j = 1; j < jw; j++) {
+              a0 = (uint32_t)__builtin_arm_smlad((int)pair(r + 2 * j), (int)pair(wr + 2 * j), (int)a0);
+            }
+            for (int32_t j = 1; j <= jv; j++) {
+              a1 = (uint32_t)__builtin_arm_smlad((int)pair(r + 2 * j), (int)pair(wr + 2 * (jw + j - 1)), (int)a1);
+            }
+          }
+          o[ox * ch] = requant(a0, r4, fast, out_offset, act_min, act_max);
+          o[(ox + 1) * ch] = requant(a1, r4, fast, out_offset, act_min, act_max);
+        }
+      }
+      for (; ox < out_w; ox++) {
+        uint32_t a0 = b;
+        for (int32_t ky = 0; ky < kh; ky++) {
+          const int16_t *r = rows + ky * plane_w + ox * stride_w;
+          const int16_t *wr = wc + ky * wrow;
+          for (int32_t j = 0; j < jw; j++) {
+            a0 = (uint32_t)__builtin_arm_smlad((int)pair(r + 2 * j), (int)pair(wr + 2 * j), (int)a0);
+          }
+        }
+        o[ox * ch] = requant(a0, r4, fast, out_offset, act_min, act_max);
+      }
+    }
+  }
+  return 0; /* CMSIS-NN's ARM_CMSIS_NN_SUCCESS: the call it replaces returns a status */
+}

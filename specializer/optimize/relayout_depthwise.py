@@ -1,0 +1,250 @@
+"""The all-args int8 depthwise rule: weights known at compile time, laid out for SMLAD.
+
+A CMSIS-NN depthwise call (any of the forms capture calls) whose filter, bias, quantization and
+parameters are constant globals, with channel multiplier 1, batch 1, dilation 1 and a horizontal
+stride of 1 or 2, calls ``libjit_dwconv_s8`` (libkernels/dwconv_s8.c) instead, with:
+
+* the weights as int16 pairs per channel and filter row, in the order the kernel's SMLADs read
+  them (a new constant global, twice the int8 weight's bytes, a little more for odd widths);
+* the bias with ``input_offset * sum(the channel's weights)`` folded in, so the kernel adds no
+  offset per tap: its padded plane holds the input zero point where CMSIS-NN skips a tap, which
+  then adds ``(zero point + input_offset) * w = 0`` as CMSIS-NN's skipped tap does;
+* one int16 scratch plane (one channel of the padded input) shared by every such call of the
+  module: RAM the kernel needs beyond the arena, reported in each decision.
+
+* the requantization as SMMULR and one rounding shift (requant_proof.py) when every channel's
+  constants allow it (the weights and bias then doubled), else the library's arm_nn_requantize.
+
+The kernel's sums equal CMSIS-NN's (integers, no overflow) and its requantization is CMSIS-NN's
+or proven equal to it over every value the accumulator can take: results are bit-exact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from specializer.llvm import irtext
+from specializer.optimize import requant_proof
+from specializer.llvm.irtext import direct_calls, global_arg, quote
+
+FORMS = ("arm_depthwise_conv_wrapper_s8", "arm_depthwise_conv_s8", "arm_depthwise_conv_3x3_s8",
+         "arm_depthwise_conv_s8_opt")
+KERNEL = "libjit_dwconv_s8"
+PLANE = "libjit.dwconv.plane"
+_ARGS = 11  # ctx, params, quant_params, input_dims, input, filter_dims, filter, bias_dims, bias, output_dims, output
+_PAIR = re.compile(r"^\{ ptr (@\S+), ptr (@\S+) \}")
+
+
+@dataclass(frozen=True)
+class Depthwise:
+    scope: str  # the call's params global
+    callee: str  # the CMSIS-NN function the call named
+    kernel: str = ""  # the kernel it now calls ("" when left alone)
+    reason: str = ""
+    weight_bytes: tuple[int, int] = (0, 0)  # int8 filter -> int16 pairs
+    plane_bytes: int = 0  # the scratch plane this call needs
+    fast: bool = False  # every channel's requantization proven equal in the fast form
+
+    def log_line(self) -> str:
+        if self.kernel:
+            return (f"int8 depthwise {quote(self.scope)}: constant weights, calls {quote(self.kernel)} (weights "
+                    f"as int16 SMLAD pairs {self.weight_bytes[0]} -> {self.weight_bytes[1]} bytes, input offset "
+                    f"folded into the bias, a {self.plane_bytes}-byte int16 plane, requantization "
+                    f"{'SMMULR (proven equal for every channel)' if self.fast else 'arm_nn_requantize'})")
+        return f"int8 depthwise {quote(self.scope)}: left on {self.callee} ({self.reason})"
+
+
+@dataclass(frozen=True)
+class Shape:
+    in_h: int
+    in_w: int
+    ch: int
+    kh: int
+    kw: int
+    stride_h: int
+    stride_w: int
+    pad_top: int
+    pad_left: int
+    out_h: int
+    out_w: int
+
+    @property
+    def pairs(self) -> tuple[int, int]:
+        """(pairs for an even output column, pairs for its odd neighbour) per filter row."""
+        return (self.kw + 1) // 2, (self.kw // 2 if self.stride_w == 1 else 0)
+
+    def plane(self) -> tuple[int, int]:
+        """(rows, columns) of the padded int16 plane: every tap the kernel reads, and the input
+        inside its padding; columns even so each row starts on a word."""
+        jw, jv = self.pairs
+        if self.stride_w == 1:
+            last_even = (self.out_w - 1) & ~1
+            cols = last_even + 2 * max(jw, jv + 1)
+        else:
+            cols = (self.out_w - 1) * self.stride_w + 2 * jw
+        cols = max(cols, self.pad_left + self.in_w)
+        rows = max((self.out_h - 1) * self.stride_h + self.kh, self.pad_top + self.in_h)
+        return rows, cols + (cols & 1)
+
+
+class _Globals:
+    """The module's constant globals, read on demand."""
+
+    def __init__(self, lines: list[str]):
+        self.lines, self.at = lines, irtext.global_lines(lines)
+
+    def _def(self, name: str | None):
+        line = self.lines[self.at[name]] if name in self.at else ""
+        d = irtext.global_def(line) if line.startswith("@") else None
+        return (d, line) if d is not None and d.kind == "constant" else (None, line)
+
+    def ints(self, name: str | None, count: int) -> list[int] | None:
+        d, line = self._def(name)
+        if d is None or d.type != f"[{count} x i32]":
+            return None
+        items = irtext.array_elements(line[d.init_at:], "i32")
+        if items == []:
+            return [0] * count
+        if items is None or not all(v.lstrip("-").isdigit() for v in items):
+            return None
+        return [int(v) for v in items]
+
+    def bytes(self, name: str | None, count: int) -> bytes | None:
+        d, line = self._def(name)
+        if d is None or d.type != f"[{count} x i8]":
+            return None
+        return irtext.byte_elements(line[d.init_at:], count)
+
+    def pair(self, name: str | None) -> tuple[str, str] | None:
+        d, line = self._def(name)
+        m = _PAIR.match(line[d.init_at:]) if d is not None and d.type == "{ ptr, ptr }" else None
+        return (irtext.unquote(m.group(1)[1:]), irtext.unquote(m.group(2)[1:])) if m else None
+
+
+@dataclass(frozen=True)
+class Args:
+    """libjit_dwconv_s8's arguments for one layer (libjit_s8.h)."""
+    shape: Shape
+    weights: np.ndarray  # int16 pairs, flat (doubled when fast)
+    rq: list[int]  # per channel 4 ints
+    fast: bool
+    pad_value: int
+    out_offset: int
+    act: tuple[int, int]
+
+    def ints(self) -> list[int]:
+        """The i32 arguments after the five pointers, in the kernel's order."""
+        s = self.shape
+        return [s.in_h, s.in_w, s.ch, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_top, s.pad_left, s.out_h, s.out_w,
+                *s.plane(), self.pad_value, int(self.fast), self.out_offset, *self.act]
+
+
+def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shift: list[int], in_off: int,
+              out_off: int, act: tuple[int, int]) -> Args:
+    """The kernel's arguments for a layer: w [kh][kw][ch] int8 values, CMSIS-NN's parameters."""
+    w = np.asarray(w, np.int64).reshape(shape.kh, shape.kw, shape.ch)
+    sums = w.sum(axis=(0, 1))
+    folded = [int(b) + in_off * int(t) for b, t in zip(bias, sums)]
+    # the accumulator without its bias: the plane holds int8 values (and the zero point)
+    lo = np.minimum(-128 * w, 127 * w).sum(axis=(0, 1))
+    hi = np.maximum(-128 * w, 127 * w).sum(axis=(0, 1))
+    forms = [requant_proof.fast_form(int(m), int(s), b, out_off, int(a), int(z))
+             for m, s, b, a, z in zip(mult, shift, folded, lo, hi)]
+    fast = all(forms)
+    if fast:
+        rq = [v for f in forms for v in (f.bias2, f.multiplier, f.k, f.rs)]
+    else:
+        wrapped = [(b + (1 << 31)) % (1 << 32) - (1 << 31) for b in folded]  # int32, as CMSIS-NN adds it
+        rq = [v for b, m, s in zip(wrapped, mult, shift) for v in (b, int(m), int(s), 0)]
+    return Args(shape, _pairs(w * (2 if fast else 1), shape), rq, fast, -in_off, out_off, act)
+
+
+def _read(g: _Globals, args: list[str]) -> Args | str:
+    """The kernel's arguments from a depthwise call's constant globals, or why it cannot have them."""
+    params = g.ints(global_arg(args[1]), 11)
+    dims = [g.ints(global_arg(args[i]), 4) for i in (3, 5, 9)]
+    if params is None or None in dims:
+        return "parameters or dims not constant globals"
+    in_off, out_off, ch_mult, sw, sh, pw, ph, dw, dh, act_min, act_max = params
+    (n, in_h, in_w, in_c), (_, kh, kw, fc), (on, out_h, out_w, out_c) = dims
+    if ch_mult != 1 or in_c != out_c or fc != out_c:
+        return f"channel multiplier {ch_mult}"
+    if n != 1 or on != 1:
+        return f"batch {n}"
+    if (dw, dh) != (1, 1):
+        return f"dilation {dh}x{dw}"
+    if sw not in (1, 2) or sh < 1:
+        return f"stride {sh}x{sw} (the kernel reads word pairs at stride 1 or 2)"
+    quant = g.pair(global_arg(args[2]))
+    mult, shift = (g.ints(q, out_c) for q in quant) if quant else (None, None)
+    if mult is None or shift is None:
+        return "quant params not constant globals"
+    filt = g.bytes(global_arg(args[6]), kh * kw * out_c)
+    if filt is None:
+        return "filter not a constant global"
+    bias = [0] * out_c if args[8] == "ptr null" else g.ints(global_arg(args[8]), out_c)
+    if bias is None:
+        return "bias not a constant global"
+    shape = Shape(in_h, in_w, in_c, kh, kw, sh, sw, ph, pw, out_h, out_w)
+    return arguments(shape, np.frombuffer(filt, np.int8), bias, mult, shift, in_off, out_off, (act_min, act_max))
+
+
+def _pairs(w: np.ndarray, s: Shape) -> np.ndarray:
+    """[kh][kw][ch] int8 -> per channel, per row: jw pairs (w0,w1),(w2,w3),.. then jv pairs
+    (w1,w2),(w3,w4),.. (libkernels/dwconv_s8.c); a tap past the filter's width is 0."""
+    jw, jv = s.pairs
+    padded = np.zeros((s.kh, 2 * jw + 2, s.ch), np.int32)
+    padded[:, :s.kw] = w
+    even = padded[:, :2 * jw]  # taps 0..2jw-1
+    odd = padded[:, 1:1 + 2 * jv]  # taps 1..2jv
+    rows = np.concatenate([even, odd], axis=1)  # [kh][2(jw+jv)][ch]
+    return rows.transpose(2, 0, 1).reshape(-1).astype(np.int16)
+
+
+def _i16_array(name: str, values: np.ndarray) -> str:
+    items = ", ".join(f"i16 {int(v)}" for v in values)
+    return f"{quote(name)} = internal unnamed_addr constant [{len(values)} x i16] [{items}], align 4"
+
+
+def _i32_array(name: str, values: list[int]) -> str:
+    items = ", ".join(f"i32 {v}" for v in values)
+    return f"{quote(name)} = internal unnamed_addr constant [{len(values)} x i32] [{items}], align 4"
+
+
+def depthwise(text: str, skipped) -> tuple[str, tuple[Depthwise, ...]]:
+    """The rule (module docstring) on every depthwise call of `text` that `skipped(line)` does not
+    name."""
+    lines = text.split("\n")
+    g = _Globals(lines)
+    notes, new, plane, named = [], [], 0, {}
+    for call in list(direct_calls(lines, FORMS)):
+        args = call.args
+        if len(args) != _ARGS or skipped(lines[call.line]):
+            continue
+        scope = global_arg(args[1]) or args[1]
+        got = _read(g, args)
+        if isinstance(got, str):
+            notes.append(Depthwise(scope, call.callee, reason=got))
+            continue
+        s = got.shape
+        rows, cols = s.plane()
+        plane = max(plane, rows * cols)
+        key = tuple(args[:4] + args[5:10])  # all but the activations: calls alike share their constants
+        if key not in named:
+            named[key] = f"libjit.dwconv.{len(named)}"
+            new += [_i16_array(named[key] + ".w16", got.weights), _i32_array(named[key] + ".rq", got.rq)]
+        w_name, rq_name = named[key] + ".w16", named[key] + ".rq"
+        kargs = [args[10], args[4], f"ptr {quote(w_name)}", f"ptr {quote(rq_name)}", f"ptr {quote(PLANE)}",
+                 *(f"i32 {v}" for v in got.ints())]
+        line = lines[call.line]
+        lines[call.line] = line[:call.start] + f"call i32 {quote(KERNEL)}({', '.join(kargs)})" + line[call.end:]
+        notes.append(Depthwise(scope, call.callee, KERNEL, weight_bytes=(s.kh * s.kw * s.ch, 2 * got.weights.size),
+                               plane_bytes=2 * rows * cols, fast=got.fast))
+    if not plane:
+        return text, tuple(notes)
+    new.append(f"{quote(PLANE)} = internal global [{plane} x i16] zeroinitializer, align 4")
+    new.append(f"declare i32 {quote(KERNEL)}({', '.join(['ptr'] * 5 + ['i32'] * 18)})")
+    return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(new) + "\n", tuple(notes)

@@ -1,0 +1,63 @@
+"""A cheaper requantization with CMSIS-NN's results, for a channel whose constants allow it.
+
+arm_nn_requantize (default, double rounding) takes 15-20 instructions per output: a 64-bit
+multiply-add, reassembling bit 31 up, then a rounding division by 2^rs with a mask, a threshold
+and a sign test. For shift = -rs <= -1 the same value is
+
+    t = (2*acc * m + 2^31) >> 32                       SMMULR of the doubled accumulator
+    out = (t + (t >> 31) + K) >> rs                    K = 2^(rs-1) + out_offset * 2^rs
+
+because (2*acc*m + 2^31) >> 32 == (acc*m + 2^30) >> 31, and the division's ties-away-from-zero
+rounding adds 2^(rs-1) for t >= 0 and 2^(rs-1) - 1 for t < 0 before flooring; the output offset,
+a multiple of 2^rs, goes into the same constant. The kernel gets 2*acc for free by reading
+doubled weights and bias. Valid while 2*acc stays an int32 and t + K cannot overflow: `fast_form`
+checks both over every accumulator value the channel can produce (an interval computed from its
+weights and the int8 input range) and returns None where they do not hold, or where the shift is
+not negative; the call then keeps arm_nn_requantize.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Fast:
+    bias2: int  # 2 * bias
+    multiplier: int
+    k: int  # 2^(rs-1) + out_offset * 2^rs
+    rs: int
+
+
+def reference(acc: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+    """arm_nn_requantize (default rounding) for shift <= 0, on int64 values (no overflow here)."""
+    rs = -shift
+    t = (acc.astype(np.int64) * multiplier + (1 << 30)) >> 31  # arm_nn_doubling_high_mult_no_sat
+    mask = (1 << rs) - 1  # arm_nn_divide_by_power_of_two: halves away from zero
+    result = t >> rs
+    threshold = (mask >> 1) + (result < 0)
+    return result + ((t & mask) > threshold)
+
+
+def fast_form(multiplier: int, shift: int, bias: int, out_offset: int, acc_lo: int, acc_hi: int) -> Fast | None:
+    """The fast form's constants for out_offset + requantize(acc + bias), acc in [acc_lo, acc_hi]."""
+    rs = -shift
+    if not 1 <= rs <= 30 or not 0 <= multiplier < 1 << 31:
+        return None
+    lo, hi = 2 * (acc_lo + bias), 2 * (acc_hi + bias)
+    if lo < -(1 << 31) or hi >= 1 << 31:
+        return None
+    k = (1 << (rs - 1)) + out_offset * (1 << rs)
+    t_lo, t_hi = (lo * multiplier + (1 << 31)) >> 32, (hi * multiplier + (1 << 31)) >> 32  # t is monotonic
+    if min(t_lo - 1 + k, t_lo + k) < -(1 << 31) or t_hi + k >= 1 << 31:
+        return None
+    return Fast(2 * bias, multiplier, k, rs)
+
+
+def evaluate(acc: np.ndarray, form: Fast) -> np.ndarray:
+    """The fast form as the kernel computes it, on an accumulator without the bias."""
+    a2 = 2 * acc.astype(np.int64) + form.bias2
+    t = (a2 * form.multiplier + (1 << 31)) >> 32
+    return (t + (t >> 63) + form.k) >> form.rs

@@ -1,0 +1,38 @@
+"""requant_proof.fast_form: where it gives constants, the fast form equals arm_nn_requantize
+(computed by specializer.quant.fixedpoint, the JAX model of CMSIS-NN's arithmetic) for every
+accumulator value in the interval; where it cannot hold, it gives none."""
+
+import numpy as np
+
+from specializer.optimize import requant_proof as rp
+from specializer.quant import fixedpoint
+
+
+def test_fast_form_equals_cmsis_nn_over_the_whole_interval():
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(10):
+        m = int(rng.integers(1 << 30, (1 << 31) - 1))
+        shift, bias, off = -int(rng.integers(1, 16)), int(rng.integers(-40000, 40000)), int(rng.integers(-128, 128))
+        lo, hi = -int(rng.integers(1, 40000)), int(rng.integers(1, 40000))
+        form = rp.fast_form(m, shift, bias, off, lo, hi)
+        assert form is not None
+        acc = np.arange(lo, hi + 1)
+        want = np.asarray(fixedpoint.requantize((acc + bias).astype(np.int32), m, shift)) + off
+        assert np.array_equal(rp.evaluate(acc, form), want), (m, shift, bias, off)
+        checked += acc.size
+    assert checked > 200_000
+
+
+def test_ties_round_away_from_zero_as_cmsis_nn():
+    # m = 2^30 halves: acc * 2^30 / 2^31 / 2^rs lands on every .5 of both signs
+    form = rp.fast_form(1 << 30, -1, 0, 0, -64, 64)
+    acc = np.arange(-64, 65)
+    assert np.array_equal(rp.evaluate(acc, form), np.asarray(fixedpoint.requantize(acc.astype(np.int32), 1 << 30, -1)))
+    assert rp.evaluate(np.array([-2, 2]), form).tolist() == [-1, 1]  # -0.5 -> -1, 0.5 -> 1
+
+
+def test_no_fast_form_where_it_cannot_hold():
+    assert rp.fast_form(1 << 30, 0, 0, 0, -10, 10) is None  # no right shift to round at
+    assert rp.fast_form(1 << 30, 2, 0, 0, -10, 10) is None  # a left shift first
+    assert rp.fast_form(1 << 30, -4, 0, 0, -(1 << 30), 1 << 30) is None  # 2 * acc is not an int32
