@@ -1,11 +1,15 @@
 """One model per kernel shape for scripts/kernel_benchmark.py: each is a single dot or
-convolution (no bias, no activation), so its est. cycles are the kernel's own. Fixed seeds.
+convolution (no bias, no activation), so its est. cycles are the kernel's own; the `*_int8`
+models are the same layers quantized (specializer.quant: a CMSIS-NN s8 call each, with its
+requantization). Fixed seeds.
 
 `dense_pruned_<pct>` are the same 1x256 -> 256 dense layer with <pct>% of the weights
 magnitude-pruned to zero, for the sparsity sweep."""
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+
+from specializer.quant.ptq import quantize
 
 DN = ("NHWC", "HWIO", "NHWC")
 
@@ -43,6 +47,11 @@ def depthwise3x3(x, w):
                                     feature_group_count=x.shape[-1])
 
 
+def depthwise3x3_s2(x, w):
+    return lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=DN,
+                                    feature_group_count=x.shape[-1])
+
+
 _r = _rng(11)
 dense_m1.example_inputs = {"x": _x(_r, 1, 256)}
 dense_m1.weights = {"w": _w(_r, 256, 256)}
@@ -54,6 +63,25 @@ conv3x3.example_inputs = {"x": _x(_r, 1, 12, 12, 16)}
 conv3x3.weights = {"w": _w(_r, 3, 3, 16, 16)}
 depthwise3x3.example_inputs = {"x": _x(_r, 1, 24, 24, 32)}
 depthwise3x3.weights = {"w": _w(_r, 3, 3, 1, 32)}
+depthwise3x3_s2.example_inputs = {"x": _x(_r, 1, 24, 24, 32)}
+depthwise3x3_s2.weights = {"w": _w(_r, 3, 3, 1, 32)}
+
+
+def _int8(fn, name):
+    """fn quantized post-training (specializer.quant: CMSIS-NN's s8 kernels), calibrated on 8 inputs."""
+    cal = _rng(13)
+    shape = fn.example_inputs["x"].shape
+    model, params = quantize(fn, fn.weights, [{"x": _x(cal, *shape)} for _ in range(8)], name=name)
+    model.example_inputs = {"x": model.inputs["x"].quantize(fn.example_inputs["x"])}
+    model.weights = params
+    return model
+
+
+dense_int8 = _int8(dense_m1, "dense_int8")
+conv1x1_int8 = _int8(conv1x1, "conv1x1_int8")
+conv3x3_int8 = _int8(conv3x3, "conv3x3_int8")
+depthwise3x3_int8 = _int8(depthwise3x3, "depthwise3x3_int8")
+depthwise3x3_s2_int8 = _int8(depthwise3x3_s2, "depthwise3x3_s2_int8")
 
 KERNELS = {  # name -> (what, MACs)
     "dense_m1": ("dense 1x256 · 256x256", 256 * 256),
@@ -61,6 +89,11 @@ KERNELS = {  # name -> (what, MACs)
     "conv1x1": ("conv 1x1, 16x16x32 -> 32", 16 * 16 * 32 * 32),
     "conv3x3": ("conv 3x3 SAME, 12x12x16 -> 16", 12 * 12 * 16 * 16 * 9),
     "depthwise3x3": ("depthwise 3x3 SAME, 24x24x32", 24 * 24 * 32 * 9),
+    "dense_int8": ("int8 dense 1x256 · 256x256", 256 * 256),
+    "conv1x1_int8": ("int8 conv 1x1, 16x16x32 -> 32", 16 * 16 * 32 * 32),
+    "conv3x3_int8": ("int8 conv 3x3 SAME, 12x12x16 -> 16", 12 * 12 * 16 * 16 * 9),
+    "depthwise3x3_int8": ("int8 depthwise 3x3 SAME, 24x24x32", 24 * 24 * 32 * 9),
+    "depthwise3x3_s2_int8": ("int8 depthwise 3x3 SAME stride 2, 24x24x32", 12 * 12 * 32 * 9),
 }
 
 SPARSITIES = (0, 50, 70, 80, 90, 95)

@@ -65,7 +65,7 @@ def test_real_cmsis_nn_checkout_keeps_arm_convolve_s8():
 def test_only_all_args_relays_out(monkeypatch):
     # dims must never get the rule: optimized() calls relayout for all-args alone
     seen = []
-    monkeypatch.setattr(relayout, "relayout", lambda text, shim=True, skip=frozenset(): (seen.append(text), (text, ()))[1])
+    monkeypatch.setattr(relayout, "relayout", lambda text, *a: (seen.append(text), (text, ()))[1])
     from specializer.optimize import link, variants
 
     class Stop(Exception):
@@ -131,9 +131,8 @@ def _body(text: str, prefix: str) -> list[str]:
 def test_wrapper_dispatch_folds_away_once_specialized(tmp_path):
     """A pointwise conv captured as the form the wrapper picks (arm_convolve_1x1_s8_fast): in dims
     its clone is the 1x1 form's code with no call left and no other form in the optimized IR; in
-    all-args its call goes to shim_convolve_wrapper_s8_const, which runs shim_convolve_s8_const's
-    clone (the unrolled general form) on stack columns, and nothing else
-    is left of the choice (the const wrapper is inlined into the entry)."""
+    all-args the call goes to libjit_conv_s8 (relayout_conv.py), whose clone is all that is left:
+    no CMSIS-NN conv and no const wrapper."""
     from specializer import inputs
     from specializer.capture.capture import capture
     from specializer.optimize import variants
@@ -149,9 +148,7 @@ def test_wrapper_dispatch_folds_away_once_specialized(tmp_path):
     assert not any(" call " in ln and "@arm_" in ln for ln in body)  # the 1x1 form's code, inlined
     args = variants.build(model, "all-args", tmp_path / "all-args")
     text = (args.dir / "optimized.ll").read_text()
-    assert "@arm_convolve" not in text and "@shim_convolve_wrapper_s8_const" not in text  # dispatch inlined away
-    assert len([ln for ln in text.splitlines() if ln.startswith("define") and "@shim_convolve_s8_const.spec." in ln]) == 1
+    assert "@arm_convolve" not in text and "@shim_convolve" not in text
     body = _body(text, "pointwise_fast_run")
     calls = [ln for ln in body if " call " in ln and "@llvm." not in ln]
-    assert calls and all("@shim_convolve_s8_const.spec." in ln for ln in calls), calls  # the general form's clone
-    assert any("alloca [24 x i16]" in ln for ln in body)  # its two columns of depth 10 (12) on the stack
+    assert calls and all("@libjit_conv_s8." in ln for ln in calls), calls

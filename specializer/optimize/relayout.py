@@ -41,8 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from specializer.library.cmsis_api import FUNCTIONS
-from specializer.llvm.passes import MODEL, Pass
-from specializer.optimize import callsites, relayout_depthwise
+from specializer.llvm.passes import MODEL, Pass, option
+from specializer.optimize import callsites, relayout_conv, relayout_depthwise
 from specializer.optimize.callsites import calls_option
 from specializer.optimize.state import BuildState
 from specializer.llvm import irtext
@@ -180,13 +180,15 @@ def const_convs(text: str, shim: bool, skip: frozenset = frozenset()) -> tuple[s
     return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(decls) + "\n", tuple(notes)
 
 
-def relayout(text: str, shim: bool = True, skip: frozenset = frozenset()) -> tuple[str, tuple]:
+def relayout(text: str, shim: bool = True, skip: frozenset = frozenset(),
+             widen: float = relayout_conv.DEFAULT_WIDEN) -> tuple[str, tuple]:
     """Apply the rules to every call of the model module `text` but those in `skip` (see the
     module docstring)."""
+    text, kernels = relayout_conv.convs(text, _skipped(text, skip), widen)
     text, convs = const_convs(text, shim, skip)
     text, depthwise = relayout_depthwise.depthwise(text, _skipped(text, skip))
     text, notes = _dense(text, skip)
-    return text, notes + convs + depthwise
+    return text, notes + kernels + convs + depthwise
 
 
 def _dense(text: str, skip: frozenset = frozenset()) -> tuple[str, tuple[Relayout, ...]]:
@@ -248,9 +250,12 @@ class RelayoutPass(Pass):
                "weights on libjit_dwconv_s8 (relayout.py); numbers the model's calls "
                "first (callsites.py)")
     shape_only: frozenset = calls_option("leaves alone")
+    widen: float = option(relayout_conv.DEFAULT_WIDEN, "int16 weight panels (faster, twice the bytes) for at "
+                          "most X times the int8 conv weights' bytes, to the layers with the most output pixels; "
+                          "the rest stay int8 (relayout_conv.py)", "float")
 
     def run(self, state: BuildState) -> None:
         text = callsites.number(state.as_text())
-        text, notes = relayout(text, state.context.cmsis_nn.kind == "shim", self.shape_only)
+        text, notes = relayout(text, state.context.cmsis_nn.kind == "shim", self.shape_only, self.widen)
         state.set_text(text)
         state.relaid += tuple(notes)

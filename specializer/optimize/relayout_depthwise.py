@@ -21,13 +21,11 @@ or proven equal to it over every value the accumulator can take: results are bit
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from specializer.llvm import irtext
-from specializer.optimize import requant_proof
+from specializer.optimize import int8_layout
 from specializer.llvm.irtext import direct_calls, global_arg, quote
 
 FORMS = ("arm_depthwise_conv_wrapper_s8", "arm_depthwise_conv_s8", "arm_depthwise_conv_3x3_s8",
@@ -35,7 +33,6 @@ FORMS = ("arm_depthwise_conv_wrapper_s8", "arm_depthwise_conv_s8", "arm_depthwis
 KERNEL = "libjit_dwconv_s8"
 PLANE = "libjit.dwconv.plane"
 _ARGS = 11  # ctx, params, quant_params, input_dims, input, filter_dims, filter, bias_dims, bias, output_dims, output
-_PAIR = re.compile(r"^\{ ptr (@\S+), ptr (@\S+) \}")
 
 
 @dataclass(frozen=True)
@@ -90,40 +87,6 @@ class Shape:
         return rows, cols + (cols & 1)
 
 
-class _Globals:
-    """The module's constant globals, read on demand."""
-
-    def __init__(self, lines: list[str]):
-        self.lines, self.at = lines, irtext.global_lines(lines)
-
-    def _def(self, name: str | None):
-        line = self.lines[self.at[name]] if name in self.at else ""
-        d = irtext.global_def(line) if line.startswith("@") else None
-        return (d, line) if d is not None and d.kind == "constant" else (None, line)
-
-    def ints(self, name: str | None, count: int) -> list[int] | None:
-        d, line = self._def(name)
-        if d is None or d.type != f"[{count} x i32]":
-            return None
-        items = irtext.array_elements(line[d.init_at:], "i32")
-        if items == []:
-            return [0] * count
-        if items is None or not all(v.lstrip("-").isdigit() for v in items):
-            return None
-        return [int(v) for v in items]
-
-    def bytes(self, name: str | None, count: int) -> bytes | None:
-        d, line = self._def(name)
-        if d is None or d.type != f"[{count} x i8]":
-            return None
-        return irtext.byte_elements(line[d.init_at:], count)
-
-    def pair(self, name: str | None) -> tuple[str, str] | None:
-        d, line = self._def(name)
-        m = _PAIR.match(line[d.init_at:]) if d is not None and d.type == "{ ptr, ptr }" else None
-        return (irtext.unquote(m.group(1)[1:]), irtext.unquote(m.group(2)[1:])) if m else None
-
-
 @dataclass(frozen=True)
 class Args:
     """libjit_dwconv_s8's arguments for one layer (libjit_s8.h)."""
@@ -146,23 +109,12 @@ def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shi
               out_off: int, act: tuple[int, int]) -> Args:
     """The kernel's arguments for a layer: w [kh][kw][ch] int8 values, CMSIS-NN's parameters."""
     w = np.asarray(w, np.int64).reshape(shape.kh, shape.kw, shape.ch)
-    sums = w.sum(axis=(0, 1))
-    folded = [int(b) + in_off * int(t) for b, t in zip(bias, sums)]
-    # the accumulator without its bias: the plane holds int8 values (and the zero point)
-    lo = np.minimum(-128 * w, 127 * w).sum(axis=(0, 1))
-    hi = np.maximum(-128 * w, 127 * w).sum(axis=(0, 1))
-    forms = [requant_proof.fast_form(int(m), int(s), b, out_off, int(a), int(z))
-             for m, s, b, a, z in zip(mult, shift, folded, lo, hi)]
-    fast = all(forms)
-    if fast:
-        rq = [v for f in forms for v in (f.bias2, f.multiplier, f.k, f.rs)]
-    else:
-        wrapped = [(b + (1 << 31)) % (1 << 32) - (1 << 31) for b in folded]  # int32, as CMSIS-NN adds it
-        rq = [v for b, m, s in zip(wrapped, mult, shift) for v in (b, int(m), int(s), 0)]
+    taps = w.reshape(-1, shape.ch).T  # [ch][kh * kw]
+    fast, rq = int8_layout.requant_records(taps, bias, mult, shift, in_off, out_off)
     return Args(shape, _pairs(w * (2 if fast else 1), shape), rq, fast, -in_off, out_off, act)
 
 
-def _read(g: _Globals, args: list[str]) -> Args | str:
+def _read(g: int8_layout.Globals, args: list[str]) -> Args | str:
     """The kernel's arguments from a depthwise call's constant globals, or why it cannot have them."""
     params = g.ints(global_arg(args[1]), 11)
     dims = [g.ints(global_arg(args[i]), 4) for i in (3, 5, 9)]
@@ -204,21 +156,11 @@ def _pairs(w: np.ndarray, s: Shape) -> np.ndarray:
     return rows.transpose(2, 0, 1).reshape(-1).astype(np.int16)
 
 
-def _i16_array(name: str, values: np.ndarray) -> str:
-    items = ", ".join(f"i16 {int(v)}" for v in values)
-    return f"{quote(name)} = internal unnamed_addr constant [{len(values)} x i16] [{items}], align 4"
-
-
-def _i32_array(name: str, values: list[int]) -> str:
-    items = ", ".join(f"i32 {v}" for v in values)
-    return f"{quote(name)} = internal unnamed_addr constant [{len(values)} x i32] [{items}], align 4"
-
-
 def depthwise(text: str, skipped) -> tuple[str, tuple[Depthwise, ...]]:
     """The rule (module docstring) on every depthwise call of `text` that `skipped(line)` does not
     name."""
     lines = text.split("\n")
-    g = _Globals(lines)
+    g = int8_layout.Globals(lines)
     notes, new, plane, named = [], [], 0, {}
     for call in list(direct_calls(lines, FORMS)):
         args = call.args
@@ -235,7 +177,7 @@ def depthwise(text: str, skipped) -> tuple[str, tuple[Depthwise, ...]]:
         key = tuple(args[:4] + args[5:10])  # all but the activations: calls alike share their constants
         if key not in named:
             named[key] = f"libjit.dwconv.{len(named)}"
-            new += [_i16_array(named[key] + ".w16", got.weights), _i32_array(named[key] + ".rq", got.rq)]
+            new += [int8_layout.i16_array(named[key] + ".w16", got.weights), int8_layout.i32_array(named[key] + ".rq", got.rq)]
         w_name, rq_name = named[key] + ".w16", named[key] + ".rq"
         kargs = [args[10], args[4], f"ptr {quote(w_name)}", f"ptr {quote(rq_name)}", f"ptr {quote(PLANE)}",
                  *(f"i32 {v}" for v in got.ints())]

@@ -128,7 +128,7 @@ def _clone_text(m: ModuleText, c: _Clone) -> str:
     ret = call.ret
     cc = m.calling_convention(c.callee)  # the clone is called as the callee was
     invoke = f"call {cc}{ret} {quote(c.callee)}({', '.join(args)}) alwaysinline"
-    body = [f"  ret void" if ret == "void" else f"  ret {ret} %r"]
+    body = ["  ret void" if ret == "void" else f"  ret {ret} %r"]
     body.insert(0, f"  {invoke}" if ret == "void" else f"  %r = {invoke}")
     return "\n".join([f"define internal {cc}{ret} {quote(c.name)}({', '.join(params)}) {attrs} {{".replace("  {", " {"),
                       "entry:", *body, "}", ""])

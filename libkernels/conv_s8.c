@@ -1,0 +1,173 @@
+/* libjit_conv_s8 (see libjit_s8.h): int8 convolution for weights known at compile time, the
+ * all-args build's replacement for CMSIS-NN's conv calls (specializer/optimize/relayout_conv.py
+ * lays out its weights and folds its bias).
+ *
+ * Two output pixels by two output channels at a time, four taps per step. The two pixels' taps
+ * are widened to int16 once (SXTB16: bytes 0/2, then 1/3 of each group of four) into `cols`,
+ * and the weights are stored widened in the same order, so a step for every pair of output
+ * channels is 4 + 4 loads and 8 SMLAD for 16 multiply-adds (CMSIS-NN's arm_nn_mat_mult_nt_t_s8
+ * widens both sides in the loop: 8 SXTB16 more). The input offset is folded into the bias; for
+ * any filter other than 1x1 without padding the pixels' windows are first gathered (int8, the
+ * input zero point in the padding) at the start of `cols`, so no tap is tested or offset.
+ *
+ * Weights per pair of output channels (o, o+1; a missing o+1 is zeros), per group of four taps
+ * g: int16 (w[o][4g], w[o][4g+2]), (w[o][4g+1], w[o][4g+3]), then the same for o+1; then the
+ * k % 4 last taps as (w[o][k], w[o+1][k]) pairs. Narrow (less flash): the same as int8, each
+ * group's four taps of o, then of o+1, in their own order (widened in the loop by SXTB16), each
+ * pair's panel padded to whole words.
+ */
+#include <string.h>
+
+/* No machine scheduler here (see matmul_f32.c): a step's four input loads, then its four weight
+ * loads, issue back to back as written, so all but the first of each four pipeline (1 cycle
+ * instead of 2). Pushed before the headers, so their inline helpers carry the same features. */
+#ifdef __clang__
+#pragma clang attribute push(__attribute__((target("no-use-misched,disable-postra-scheduler"))), \
+                             apply_to = function)
+#endif
+
+#include "libjit_s8.h"
+
+#include "libjit_cmsis_nn.h"
+
+static inline uint32_t word(const void *p)
+{
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+/* As dwconv_s8.c's: CMSIS-NN's arm_nn_requantize, or the fast form proven equal for the channel. */
+static inline int8_t requant(uint32_t acc, const int32_t *rq, int32_t fast, int32_t out_offset, int32_t act_min,
+                             int32_t act_max)
+{
+  int32_t v;
+  if (fast) {
+    const int32_t t = (int32_t)(((int64_t)(int32_t)acc * rq[1] + 0x80000000LL) >> 32);
+    v = (t + (t >> 31) + rq[2]) >> rq[3];
+  } else {
+    v = arm_nn_requantize((int32_t)acc, rq[1], rq[2]) + out_offset;
+  }
+  v = v < act_min ? act_min : v;
+  v = v > act_max ? act_max : v;
+  return (int8_t)v;
+}
+
+/* The k taps of output pixel (oy, ox) in the filter's [kh][kw][in_c] order, padding pad_value. */
+static inline void gather(int8_t *col, const int8_t *in, int32_t oy, int32_t ox, int32_t in_h, int32_t in_w,
+                          int32_t in_c, int32_t kh, int32_t kw, int32_t stride_h, int32_t stride_w, int32_t pad_top,
+                          int32_t pad_left, int32_t dil_h, int32_t dil_w, int32_t pad_value)
+{
+  for (int32_t ky = 0; ky < kh; ky++) {
+    const int32_t iy = oy * stride_h - pad_top + ky * dil_h;
+    for (int32_t kx = 0; kx < kw; kx++) {
+      const int32_t ix = ox * stride_w - pad_left + kx * dil_w;
+      int8_t *dst = col + (ky * kw + kx) * in_c;
+      if (iy < 0 || iy >= in_h || ix < 0 || ix >= in_w) {
+        memset(dst, pad_value, (size_t)in_c);
+      } else {
+        memcpy(dst, in + (iy * in_w + ix) * in_c, (size_t)in_c);
+      }
+    }
+  }
+}
+
+int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32_t *rq, int8_t *cols,
+                       int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_c, int32_t kh, int32_t kw,
+                       int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dil_h,
+                       int32_t dil_w, int32_t out_h, int32_t out_w, int32_t pad_value, int32_t fast,
+                       int32_t narrow, int32_t out_offset, int32_t act_min, int32_t act_max)
+{
+  const int32_t k = kh * kw * in_c, groups = k / 4, tail = k % 4;
+  const int32_t direct = kh == 1 && kw == 1 && pad_top == 0 && pad_left == 0;
+  const int32_t pixels = out_h * out_w;
+  /* cols: [the two gathered windows, 2k bytes rounded up to a word, unless direct][per group:
+     pixel 0's taps 0/2 and 1/3, pixel 1's, as int16 pairs] */
+  uint32_t *wide = (uint32_t *)(cols + (direct ? 0 : (2 * k + 3) / 4 * 4));
+  for (int32_t p = 0; p < pixels; p += 2) {
+    const int32_t q = p + 1 < pixels ? p + 1 : p; /* an odd last pixel: computed twice, stored once */
+    const int8_t *x0, *x1;
+    if (direct) {
+      x0 = in + ((p / out_w) * stride_h * in_w + (p % out_w) * stride_w) * in_c;
+      x1 = in + ((q / out_w) * stride_h * in_w + (q % out_w) * stride_w) * in_c;
+    } else {
+      gather(cols, in, p / out_w, p % out_w, in_h, in_w, in_c, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h,
+             dil_w, pad_value);
+      gather(cols + k, in, q / out_w, q % out_w, in_h, in_w, in_c, kh, kw, stride_h, stride_w, pad_top, pad_left,
+             dil_h, dil_w, pad_value);
+      x0 = cols;
+      x1 = cols + k;
+    }
+    for (int32_t g = 0; g < groups; g++) {
+      const uint32_t u = word(x0 + 4 * g), v = word(x1 + 4 * g);
+      wide[4 * g] = (uint32_t)__builtin_arm_sxtb16((int)u);
+      wide[4 * g + 1] = (uint32_t)__builtin_arm_sxtb16((int)((u >> 8) | (u << 24)));
+      wide[4 * g + 2] = (uint32_t)__builtin_arm_sxtb16((int)v);
+      wide[4 * g + 3] = (uint32_t)__builtin_arm_sxtb16((int)((v >> 8) | (v << 24)));
+    }
+    const int8_t *t0 = x0 + 4 * groups, *t1 = x1 + 4 * groups;
+    int8_t *o0 = out + p * out_c, *o1 = out + q * out_c;
+    const int16_t *wp = (const int16_t *)w;
+    const int8_t *wn = (const int8_t *)w;
+    for (int32_t o = 0; o < out_c; o += 2) {
+      const int32_t *r0 = rq + 4 * o, *r1 = rq + 4 * (o + 1 < out_c ? o + 1 : o);
+      uint32_t a00 = (uint32_t)r0[0], a01 = (uint32_t)r1[0], a10 = a00, a11 = a01;
+      const uint32_t *xw = wide;
+      for (int32_t g = 0; g < groups; g++) {
+        const uint32_t u02 = xw[0], u13 = xw[1], v02 = xw[2], v13 = xw[3];
+        xw += 4;
+        uint32_t wa, wb, wc, wd;
+        if (narrow) { /* 4 int8 taps of o, then of o+1: widened here, as the input was */
+          const uint32_t m = word(wn), n = word(wn + 4);
+          wn += 8;
+          wa = (uint32_t)__builtin_arm_sxtb16((int)m);
+          wb = (uint32_t)__builtin_arm_sxtb16((int)((m >> 8) | (m << 24)));
+          wc = (uint32_t)__builtin_arm_sxtb16((int)n);
+          wd = (uint32_t)__builtin_arm_sxtb16((int)((n >> 8) | (n << 24)));
+        } else {
+          wa = word(wp);
+          wb = word(wp + 2);
+          wc = word(wp + 4);
+          wd = word(wp + 6);
+          wp += 8;
+        }
+        a00 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wa, (int)a00);
+        a00 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wb, (int)a00);
+        a10 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wa, (int)a10);
+        a10 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wb, (int)a10);
+        a01 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wc, (int)a01);
+        a01 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wd, (int)a01);
+        a11 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wc, (int)a11);
+        a11 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wd, (int)a11);
+      }
+      for (int32_t t = 0; t < tail; t++) {
+        const int32_t xu = t0[t], xv = t1[t];
+        const int32_t wo0 = narrow ? wn[0] : wp[0], wo1 = narrow ? wn[1] : wp[1];
+        wn += 2;
+        wp += 2;
+        a00 += (uint32_t)(xu * wo0);
+        a10 += (uint32_t)(xv * wo0);
+        a01 += (uint32_t)(xu * wo1);
+        a11 += (uint32_t)(xv * wo1);
+      }
+      wn += (4 - 2 * tail % 4) % 4; /* each pair's int8 panel is whole words */
+      if (narrow && fast) { /* the fast form takes the doubled sum: int8 weights cannot hold 2w */
+        a00 <<= 1;
+        a01 <<= 1;
+        a10 <<= 1;
+        a11 <<= 1;
+      }
+      o0[o] = requant(a00, r0, fast, out_offset, act_min, act_max);
+      o1[o] = requant(a10, r0, fast, out_offset, act_min, act_max);
+      if (o + 1 < out_c) {
+        o0[o + 1] = requant(a01, r1, fast, out_offset, act_min, act_max);
+        o1[o + 1] = requant(a11, r1, fast, out_offset, act_min, act_max);
+      }
+    }
+  }
+  return 0; /* CMSIS-NN's ARM_CMSIS_NN_SUCCESS: the call it replaces returns a status */
+}
+
+#ifdef __clang__
+#pragma clang attribute pop
+#endif

@@ -1,0 +1,86 @@
+"""What the all-args int8 kernels' rules share: reading a layer's constant globals from the
+module text, writing new constant arrays, and the per-channel requantization records.
+
+The records (libkernels/libjit_s8.h) hold, per output channel, the bias with the input offset
+folded in (``bias + input_offset * sum(w)``: the kernels add no offset per tap; where a window
+leaves the input they read the zero point, whose term is then 0 as CMSIS-NN's skipped tap) and
+CMSIS-NN's multiplier and shift -- or, when requant_proof.fast_form holds for every channel, the
+fast form's constants, with the weights and bias doubled.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from specializer.llvm import irtext
+from specializer.llvm.irtext import quote
+from specializer.optimize import requant_proof
+
+_PAIR = re.compile(r"^\{ ptr (@\S+), ptr (@\S+) \}")
+
+
+class Globals:
+    """The module's constant globals, read on demand."""
+
+    def __init__(self, lines: list[str]):
+        self.lines, self.at = lines, irtext.global_lines(lines)
+
+    def _def(self, name: str | None):
+        line = self.lines[self.at[name]] if name in self.at else ""
+        d = irtext.global_def(line) if line.startswith("@") else None
+        return (d, line) if d is not None and d.kind == "constant" else (None, line)
+
+    def ints(self, name: str | None, count: int) -> list[int] | None:
+        d, line = self._def(name)
+        if d is None or d.type != f"[{count} x i32]":
+            return None
+        items = irtext.array_elements(line[d.init_at:], "i32")
+        if items == []:
+            return [0] * count
+        if items is None or not all(v.lstrip("-").isdigit() for v in items):
+            return None
+        return [int(v) for v in items]
+
+    def bytes(self, name: str | None, count: int) -> bytes | None:
+        d, line = self._def(name)
+        if d is None or d.type != f"[{count} x i8]":
+            return None
+        return irtext.byte_elements(line[d.init_at:], count)
+
+    def pair(self, name: str | None) -> tuple[str, str] | None:
+        d, line = self._def(name)
+        m = _PAIR.match(line[d.init_at:]) if d is not None and d.type == "{ ptr, ptr }" else None
+        return (irtext.unquote(m.group(1)[1:]), irtext.unquote(m.group(2)[1:])) if m else None
+
+
+def requant_records(taps: np.ndarray, bias: list[int], mult: list[int], shift: list[int], in_off: int,
+                    out_off: int) -> tuple[bool, list[int]]:
+    """(fast, 4 ints per channel) for int8 weights taps [channels][taps] (not yet doubled)."""
+    taps = np.asarray(taps, np.int64)
+    folded = [int(b) + in_off * int(t) for b, t in zip(bias, taps.sum(axis=1))]
+    # the accumulator without its bias: every tap reads an int8 value (or the zero point)
+    lo = np.minimum(-128 * taps, 127 * taps).sum(axis=1)
+    hi = np.maximum(-128 * taps, 127 * taps).sum(axis=1)
+    forms = [requant_proof.fast_form(int(m), int(s), b, out_off, int(a), int(z))
+             for m, s, b, a, z in zip(mult, shift, folded, lo, hi)]
+    if all(forms):
+        return True, [v for f in forms for v in (f.bias2, f.multiplier, f.k, f.rs)]
+    wrapped = [(b + (1 << 31)) % (1 << 32) - (1 << 31) for b in folded]  # int32, as CMSIS-NN adds it
+    return False, [v for b, m, s in zip(wrapped, mult, shift) for v in (b, int(m), int(s), 0)]
+
+
+def i16_array(name: str, values: np.ndarray) -> str:
+    items = ", ".join(f"i16 {int(v)}" for v in values)
+    return f"{quote(name)} = internal unnamed_addr constant [{len(values)} x i16] [{items}], align 4"
+
+
+def i8_array(name: str, values: np.ndarray) -> str:
+    items = ", ".join(f"i8 {int(v)}" for v in values)
+    return f"{quote(name)} = internal unnamed_addr constant [{len(values)} x i8] [{items}], align 4"
+
+
+def i32_array(name: str, values: list[int]) -> str:
+    items = ", ".join(f"i32 {v}" for v in values)
+    return f"{quote(name)} = internal unnamed_addr constant [{len(values)} x i32] [{items}], align 4"

@@ -1,0 +1,250 @@
+"""The all-args int8 conv rule: weights known at compile time, stored widened for SMLAD.
+
+A CMSIS-NN conv call (the wrapper, the forms it picks, or arm_convolve_s8 without upscaling)
+whose filter, bias, quantization and parameters are constant globals, batch 1, calls
+``libjit_conv_s8`` (libkernels/conv_s8.c) instead, with:
+
+* the weights as int16 pairs in the order SXTB16 widens the input (taps 0/2, then 1/3 of each
+  group of four), two output channels interleaved: the kernel never widens a weight (a new
+  constant global, twice the int8 weight's bytes);
+* per-channel records (int8_layout.py): the input offset folded into the bias, the
+  requantization in the fast form where requant_proof shows it equal, else CMSIS-NN's;
+* one scratch shared by every such call of the module: two pixels' taps widened to int16 (4 x k
+  bytes), after, for any filter but 1x1 without padding, the two gathered int8 windows (2 x k
+  bytes, the input zero point in the padding).
+
+Sums are integers (no overflow for the kernels' sizes: checked by the fast form's bounds) and the
+requantization is CMSIS-NN's or proven equal: results are bit-exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from specializer.llvm.irtext import direct_calls, global_arg, quote
+from specializer.optimize import int8_layout
+
+FORMS = {"arm_convolve_wrapper_s8": 11, "arm_convolve_1x1_s8_fast": 11, "arm_convolve_1x1_s8": 11,
+         "arm_convolve_1_x_n_s8": 11, "arm_convolve_s8": 12}  # callee -> arguments (12: upscale_dims at 9)
+KERNEL = "libjit_conv_s8"
+DEFAULT_WIDEN = 0.5
+WIDEN_ALWAYS = 32 * 1024  # int8 weight bytes widened whatever `widen` says (when it is > 0)
+COLS = "libjit.conv.cols"
+
+
+@dataclass(frozen=True)
+class Conv:
+    scope: str  # the call's params global
+    callee: str
+    kernel: str = ""
+    reason: str = ""
+    weight_bytes: tuple[int, int] = (0, 0)
+    cols_bytes: int = 0
+    fast: bool = False
+    narrow: bool = False
+
+    def log_line(self) -> str:
+        if self.kernel:
+            cols = f", a {self.cols_bytes}-byte column scratch" if self.cols_bytes else ""
+            panels = ("int8 panels (widened in the loop)" if self.narrow else "weights widened to int16 SMLAD pairs")
+            return (f"int8 conv {quote(self.scope)}: constant weights, calls {quote(self.kernel)} ({panels} "
+                    f"{self.weight_bytes[0]} -> {self.weight_bytes[1]} bytes, input offset "
+                    f"folded into the bias{cols}, requantization "
+                    f"{'SMMULR (proven equal for every channel)' if self.fast else 'arm_nn_requantize'})")
+        return f"int8 conv {quote(self.scope)}: left on {self.callee} ({self.reason})"
+
+
+@dataclass(frozen=True)
+class Shape:
+    in_h: int
+    in_w: int
+    in_c: int
+    out_c: int
+    kh: int
+    kw: int
+    stride_h: int
+    stride_w: int
+    pad_top: int
+    pad_left: int
+    dil_h: int
+    dil_w: int
+    out_h: int
+    out_w: int
+
+    @property
+    def k(self) -> int:
+        return self.kh * self.kw * self.in_c
+
+    @property
+    def direct(self) -> bool:
+        """1x1 without padding: the kernel reads each pixel's taps where they are."""
+        return self.kh == 1 and self.kw == 1 and self.pad_top == 0 and self.pad_left == 0
+
+    def cols_bytes(self) -> int:
+        """The kernel's scratch: two gathered int8 windows (unless direct), then both pixels'
+        taps widened to int16 (libkernels/conv_s8.c)."""
+        return (0 if self.direct else (2 * self.k + 3) // 4 * 4) + 16 * (self.k // 4)
+
+
+@dataclass(frozen=True)
+class Args:
+    """libjit_conv_s8's arguments for one layer (libjit_s8.h)."""
+    shape: Shape
+    weights: np.ndarray  # int16 panels, or int8 when narrow; flat
+    rq: list[int]
+    fast: bool
+    narrow: bool
+    pad_value: int
+    out_offset: int
+    act: tuple[int, int]
+
+    def ints(self) -> list[int]:
+        """The i32 arguments after the five pointers, in the kernel's order."""
+        s = self.shape
+        return [s.in_h, s.in_w, s.in_c, s.out_c, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_top, s.pad_left, s.dil_h,
+                s.dil_w, s.out_h, s.out_w, self.pad_value, int(self.fast), int(self.narrow), self.out_offset,
+                *self.act]
+
+
+def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shift: list[int], in_off: int,
+              out_off: int, act: tuple[int, int], narrow: bool = False) -> Args:
+    """The kernel's arguments for a layer: w [out_c][kh][kw][in_c] int8 values, CMSIS-NN's
+    parameters; narrow: int8 panels (the weights' own bytes, widened in the loop)."""
+    taps = np.asarray(w, np.int64).reshape(shape.out_c, shape.k)
+    fast, rq = int8_layout.requant_records(taps, bias, mult, shift, in_off, out_off)
+    if narrow:
+        if fast:  # the kernel doubles the sum itself: the records start from the bias
+            rq[0::4] = [b // 2 for b in rq[0::4]]
+        return Args(shape, _narrow_panels(taps), rq, fast, True, -in_off, out_off, act)
+    return Args(shape, _panels(taps * (2 if fast else 1)), rq, fast, False, -in_off, out_off, act)
+
+
+def _panels(taps: np.ndarray) -> np.ndarray:
+    """[out_c][k] -> per output-channel pair: per group of 4 taps (t0,t2),(t1,t3) of o then of o+1;
+    then the k % 4 last taps as (o, o+1) pairs (libkernels/conv_s8.c)."""
+    out_c, k = taps.shape
+    if out_c % 2:
+        taps = np.concatenate([taps, np.zeros((1, k), np.int64)])
+    pairs, groups = taps.shape[0] // 2, k // 4
+    main = taps[:, :4 * groups].reshape(pairs, 2, groups, 4)[:, :, :, [0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    tail = taps[:, 4 * groups:].reshape(pairs, 2, k - 4 * groups).transpose(0, 2, 1)
+    return np.concatenate([main.reshape(pairs, -1), tail.reshape(pairs, -1)], axis=1).reshape(-1).astype(np.int16)
+
+
+def _narrow_panels(taps: np.ndarray) -> np.ndarray:
+    """[out_c][k] -> int8, per output-channel pair: per group of 4 taps those of o, then of o+1;
+    then the k % 4 last taps as (o, o+1) pairs; each pair's panel padded to whole words."""
+    out_c, k = taps.shape
+    if out_c % 2:
+        taps = np.concatenate([taps, np.zeros((1, k), np.int64)])
+    pairs, groups = taps.shape[0] // 2, k // 4
+    main = taps[:, :4 * groups].reshape(pairs, 2, groups, 4).transpose(0, 2, 1, 3).reshape(pairs, -1)
+    tail = taps[:, 4 * groups:].reshape(pairs, 2, k - 4 * groups).transpose(0, 2, 1).reshape(pairs, -1)
+    pad = np.zeros((pairs, -(2 * (k - 4 * groups)) % 4), np.int64)
+    return np.concatenate([main, tail, pad], axis=1).reshape(-1).astype(np.int8)
+
+
+def _read(g: int8_layout.Globals, args: list[str], narrow: bool = False) -> Args | str:
+    """The kernel's arguments from a conv call's constant globals, or why it cannot have them."""
+    at = {n: i for i, n in enumerate(("ctx", "params", "quant", "in_dims", "input", "filter_dims", "filter",
+                                      "bias_dims", "bias"))}
+    out_dims = 10 if len(args) == 12 else 9
+    if len(args) == 12 and args[9] != "ptr null":
+        return "upscaled input (a transposed convolution)"
+    params = g.ints(global_arg(args[at["params"]]), 10)
+    dims = [g.ints(global_arg(args[i]), 4) for i in (at["in_dims"], at["filter_dims"], out_dims)]
+    if params is None or None in dims:
+        return "parameters or dims not constant globals"
+    in_off, out_off, sw, sh, pw, ph, dw, dh, act_min, act_max = params
+    (n, in_h, in_w, in_c), (out_c, kh, kw, fc), (on, out_h, out_w, oc) = dims
+    if n != 1 or on != 1:
+        return f"batch {n}"
+    if fc != in_c or oc != out_c:
+        return f"grouped: filter depth {fc}, input channels {in_c}"
+    quant = g.pair(global_arg(args[at["quant"]]))
+    mult, shift = (g.ints(q, out_c) for q in quant) if quant else (None, None)
+    if mult is None or shift is None:
+        return "quant params not constant globals"
+    filt = g.bytes(global_arg(args[at["filter"]]), out_c * kh * kw * in_c)
+    if filt is None:
+        return "filter not a constant global"
+    bias = [0] * out_c if args[at["bias"]] == "ptr null" else g.ints(global_arg(args[at["bias"]]), out_c)
+    if bias is None:
+        return "bias not a constant global"
+    shape = Shape(in_h, in_w, in_c, out_c, kh, kw, sh, sw, ph, pw, dh, dw, out_h, out_w)
+    return arguments(shape, np.frombuffer(filt, np.int8), bias, mult, shift, in_off, out_off, (act_min, act_max),
+                     narrow)
+
+
+def _narrowed(found: list[tuple[int, Args]], widen: float, floor: int = WIDEN_ALWAYS) -> set[int]:
+    """Which calls get int8 panels: int16 panels double a layer's weight bytes, so they go to the
+    layers that reuse each weight most (most output pixels) while their int8 bytes stay within
+    `widen` times those of all the calls, or `floor` bytes (widen > 0); the rest keep their
+    weights' own bytes. (int8 panels also unroll into more code: a small model's flash is code.)"""
+    total = sum(a.shape.out_c * a.shape.k for _, a in found)
+    allowed = max(widen * total, floor) if widen > 0 else 0
+    order = sorted(found, key=lambda f: (-f[1].shape.out_h * f[1].shape.out_w, f[0]))
+    narrow, used = set(), 0
+    for i, a in order:
+        size = a.shape.out_c * a.shape.k
+        if used + size <= allowed:
+            used += size
+        else:
+            narrow.add(i)
+    return narrow
+
+
+def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[Conv, ...]]:
+    """The rule (module docstring) on every conv call of `text` that `skipped(line)` does not name;
+    int16 panels for at most `widen` times the weight bytes of the calls it takes (_narrowed)."""
+    lines = text.split("\n")
+    g = int8_layout.Globals(lines)
+    notes: list[Conv | None] = []
+    found: list[tuple[int, Args]] = []
+    calls = []
+    for call in list(direct_calls(lines, tuple(FORMS))):
+        args = call.args
+        if len(args) != FORMS[call.callee] or skipped(lines[call.line]):
+            continue
+        scope = global_arg(args[1]) or args[1]
+        got = _read(g, args)
+        if isinstance(got, str):
+            notes.append(Conv(scope, call.callee, reason=got))
+            continue
+        found.append((len(notes), got))
+        calls.append((len(notes), call, scope))
+        notes.append(None)
+    narrow = _narrowed(found, widen)
+    new, cols, named = [], 0, {}
+    for (i, got), (_, call, scope) in zip(found, calls):
+        if i in narrow:
+            got = _reread(g, call.args)
+        args, s = call.args, got.shape
+        cols = max(cols, s.cols_bytes())
+        key = (got.narrow, *(a for j, a in enumerate(args) if j not in (4, len(args) - 1)))  # not in/out
+        if key not in named:
+            named[key] = f"libjit.conv.{len(named)}"
+            new += [(int8_layout.i8_array if got.narrow else int8_layout.i16_array)(named[key] + ".w", got.weights),
+                    int8_layout.i32_array(named[key] + ".rq", got.rq)]
+        scratch = f"ptr {quote(COLS)}" if s.cols_bytes() else "ptr null"  # k < 4: nothing widened
+        kargs = [args[-1], args[4], f"ptr {quote(named[key] + '.w')}", f"ptr {quote(named[key] + '.rq')}", scratch,
+                 *(f"i32 {v}" for v in got.ints())]
+        line = lines[call.line]
+        lines[call.line] = line[:call.start] + f"call i32 {quote(KERNEL)}({', '.join(kargs)})" + line[call.end:]
+        notes[i] = Conv(scope, call.callee, KERNEL, weight_bytes=(s.out_c * s.k, got.weights.nbytes),
+                        cols_bytes=s.cols_bytes(), fast=got.fast, narrow=got.narrow)
+    if not found:
+        return text, tuple(notes)
+    if cols:
+        new.append(f"{quote(COLS)} = internal global [{cols} x i8] zeroinitializer, align 4")
+    new.append(f"declare i32 {quote(KERNEL)}({', '.join(['ptr'] * 5 + ['i32'] * 20)})")
+    return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(new) + "\n", tuple(notes)
+
+
+def _reread(g: int8_layout.Globals, args: list[str]) -> Args:
+    """A call's arguments with int8 panels (its globals were read once already)."""
+    got = _read(g, args, narrow=True)
+    assert not isinstance(got, str)
+    return got

@@ -1,0 +1,83 @@
+"""libjit_conv_s8 (libkernels/conv_s8.c), the all-args conv kernel, on QEMU's Cortex-M4: with the
+arguments relayout_conv.arguments lays out, every case's output equals CMSIS-NN's convolution
+computed in NumPy (test_cmsis_nn.ref_conv), 1x1 read in place and gathered windows, in the fast
+requantization and in the exact one."""
+
+import numpy as np
+import pytest
+from test_cmsis_nn import DATA, KERNELS, build_firmware, c_array, conv_case, ref_conv, run_firmware, wrap32
+
+from specializer.optimize import relayout_conv as rc
+
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="tests/data/cmsis_nn is missing")
+
+
+def cases():
+    rng = np.random.default_rng(5)
+    out = [conv_case(rng, 1, 5, 5, 16, 8, 1, 1),  # 1x1 in place, an odd number of pixels
+           conv_case(rng, 1, 7, 6, 12, 6, 1, 1, stride=(2, 2)),  # ResNet's strided shortcut
+           conv_case(rng, 1, 3, 4, 6, 5, 1, 1),  # k % 4 == 2 taps left, an odd number of channels
+           conv_case(rng, 1, 6, 7, 5, 6, 3, 3, pad=(1, 1)),
+           conv_case(rng, 1, 12, 6, 1, 8, 10, 4, stride=(2, 2), pad=(4, 1)),  # KWS's first conv
+           conv_case(rng, 1, 8, 8, 3, 4, 3, 3, dil=(2, 1), pad=(2, 1), bias=False),
+           conv_case(rng, 1, 4, 4, 8, 4, 1, 1)]
+    out[-2]["act"] = out[-1]["act"] = (-100, 90)  # a fused activation's clamp
+    out[-1]["shift"][1] = 2  # a left shift: no fast form, the call keeps arm_nn_requantize
+    return out
+
+
+def layout(c, narrow=False) -> rc.Args:
+    _, ih, iw, ic = c["inp"].shape
+    oc, kh, kw, _ = c["filt"].shape
+    shape = rc.Shape(ih, iw, ic, oc, kh, kw, *c["stride"], *c["pad"], *c["dil"], *c["out_hw"])
+    bias = [0] * oc if c["bias"] is None else c["bias"].tolist()
+    return rc.arguments(shape, c["filt"], bias, c["mult"].tolist(), c["shift"].tolist(), c["in_off"], c["out_off"],
+                        c["act"], narrow)
+
+
+@pytest.mark.parametrize("narrow", [False, True], ids=["int16-panels", "int8-panels"])
+def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
+    cs = cases()
+    args = [layout(c, narrow) for c in cs]
+    assert [a.fast for a in args] == [True] * (len(cs) - 1) + [False]
+    assert [a.shape.direct for a in args] == [True, True, True, False, False, False, True]
+    assert all(a.weights.dtype == (np.int8 if narrow else np.int16) for a in args)
+    cols = max(a.shape.cols_bytes() for a in args)
+    defs, stmts = [], []
+    for i, (c, a) in enumerate(zip(cs, args)):
+        n = ref_conv(c).size
+        defs += [c_array(f"x{i}", c["inp"], "const int8_t"), c_array(f"w{i}", a.weights, "const int8_t" if narrow else "const int16_t"),
+                 c_array(f"q{i}", np.array(a.rq), "const int32_t"), f"static int8_t o{i}[{n}];\n"]
+        scratch = "cols" if a.shape.cols_bytes() else "0"
+        stmts.append(f"libjit_conv_s8(o{i}, x{i}, w{i}, q{i}, {scratch}, {', '.join(map(str, a.ints()))});\n"
+                     f'  io_str("case{i}");\n  for (int i = 0; i < {n}; i++) io_hex32((uint32_t)(int32_t)o{i}[i]);\n'
+                     '  io_str("\\n");')
+    main = tmp_path / "conv.c"
+    main.write_text('#include <stdint.h>\n#include "libjit_s8.h"\n#include "io.h"\n\n'
+                    f"static int8_t cols[{cols}] __attribute__((aligned(4)));\n" + "".join(defs) +
+                    "\nint main(void)\n{\n  " + "\n  ".join(stmts) + '\n  io_str("end\\n");\n  io_flush();\n'
+                    "  return 0;\n}\n")
+    res = run_firmware(build_firmware(tmp_path, "conv", [main, DATA / "io.c", KERNELS / "conv_s8.c"]))
+    for i, c in enumerate(cs):
+        assert np.array_equal(wrap32(res[f"case{i}"]), ref_conv(c).ravel().astype(np.int64)), i
+
+
+def test_panels_interleave_two_channels_in_sxtb16_order():
+    taps = np.arange(1, 13).reshape(2, 6)  # two channels, k = 6: one group of four, two taps left
+    assert rc._panels(taps).tolist() == [1, 3, 2, 4, 7, 9, 8, 10, 5, 11, 6, 12]
+    odd = rc._panels(np.arange(1, 5).reshape(1, 4))  # one channel: its partner is zeros
+    assert odd.tolist() == [1, 3, 2, 4, 0, 0, 0, 0]
+    # int8: each channel's four taps in their order, the two left as pairs, padded to a word
+    assert rc._narrow_panels(taps).tolist() == [1, 2, 3, 4, 7, 8, 9, 10, 5, 11, 6, 12]
+    assert rc._narrow_panels(np.arange(1, 11).reshape(2, 5)).tolist() == [1, 2, 3, 4, 6, 7, 8, 9, 5, 10, 0, 0]
+
+
+def test_int16_panels_go_to_the_layers_with_most_pixels():
+    def args(pixels, k):
+        return rc.arguments(rc.Shape(pixels, 1, k, 8, 1, 1, 1, 1, 0, 0, 1, 1, pixels, 1), np.ones((8, k)), [0] * 8,
+                            [1 << 30] * 8, [-4] * 8, 0, 0, (-128, 127))
+    found = [(0, args(100, 64)), (1, args(400, 32)), (2, args(25, 128))]  # 512, 256, 1024 weight bytes
+    assert rc._narrowed(found, 0.5, floor=0) == {2}  # 896 of 1792 bytes widen: 400 pixels (256), 100 (512)
+    assert rc._narrowed(found, 1.0, floor=0) == set()
+    assert rc._narrowed(found, 0.5) == set()  # a small model: all widened
+    assert rc._narrowed(found, 0.0) == {0, 1, 2}
