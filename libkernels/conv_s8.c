@@ -28,29 +28,13 @@
 
 #include "libjit_s8.h"
 
-#include "libjit_cmsis_nn.h"
+#include "requant_s8.h"
 
 static inline uint32_t word(const void *p)
 {
   uint32_t v;
   memcpy(&v, p, 4);
   return v;
-}
-
-/* As dwconv_s8.c's: CMSIS-NN's arm_nn_requantize, or the fast form proven equal for the channel. */
-static inline int8_t requant(uint32_t acc, const int32_t *rq, int32_t fast, int32_t out_offset, int32_t act_min,
-                             int32_t act_max)
-{
-  int32_t v;
-  if (fast) {
-    const int32_t t = (int32_t)(((int64_t)(int32_t)acc * rq[1] + 0x80000000LL) >> 32);
-    v = (t + (t >> 31) + rq[2]) >> rq[3];
-  } else {
-    v = arm_nn_requantize((int32_t)acc, rq[1], rq[2]) + out_offset;
-  }
-  v = v < act_min ? act_min : v;
-  v = v > act_max ? act_max : v;
-  return (int8_t)v;
 }
 
 /* The k taps of output pixel (oy, ox) in the filter's [kh][kw][in_c] order, padding pad_value. */
@@ -157,11 +141,11 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
         a10 <<= 1;
         a11 <<= 1;
       }
-      o0[o] = requant(a00, r0, fast, out_offset, act_min, act_max);
-      o1[o] = requant(a10, r0, fast, out_offset, act_min, act_max);
+      o0[o] = libjit_requant_s8(a00, r0, fast, out_offset, act_min, act_max);
+      o1[o] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
       if (o + 1 < out_c) {
-        o0[o + 1] = requant(a01, r1, fast, out_offset, act_min, act_max);
-        o1[o + 1] = requant(a11, r1, fast, out_offset, act_min, act_max);
+        o0[o + 1] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
+        o1[o + 1] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
       }
     }
   }

@@ -17,31 +17,13 @@
 
 #include "libjit_s8.h"
 
-#include "libjit_cmsis_nn.h"
+#include "requant_s8.h"
 
 static inline uint32_t pair(const int16_t *p)
 {
   uint32_t v;
   memcpy(&v, p, 4);
   return v;
-}
-
-/* One output value from its accumulator and its channel's record rq (see libjit_s8.h): CMSIS-NN's
-   arm_nn_requantize, or (fast) SMMULR of the doubled accumulator and one rounding shift, whose
-   results the compiler proved equal for this channel (specializer/optimize/requant_proof.py). */
-static inline int8_t requant(uint32_t acc, const int32_t *rq, int32_t fast, int32_t out_offset, int32_t act_min,
-                             int32_t act_max)
-{
-  int32_t v;
-  if (fast) {
-    const int32_t t = (int32_t)(((int64_t)(int32_t)acc * rq[1] + 0x80000000LL) >> 32);
-    v = (t + (t >> 31) + rq[2]) >> rq[3];
-  } else {
-    v = arm_nn_requantize((int32_t)acc, rq[1], rq[2]) + out_offset;
-  }
-  v = v < act_min ? act_min : v;
-  v = v > act_max ? act_max : v;
-  return (int8_t)v;
 }
 
 int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const int32_t *rq, int16_t *plane,
@@ -85,8 +67,8 @@ int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const 
               a1 = (uint32_t)__builtin_arm_smlad((int)pair(r + 2 * j), (int)pair(wr + 2 * (jw + j - 1)), (int)a1);
             }
           }
-          o[ox * ch] = requant(a0, r4, fast, out_offset, act_min, act_max);
-          o[(ox + 1) * ch] = requant(a1, r4, fast, out_offset, act_min, act_max);
+          o[ox * ch] = libjit_requant_s8(a0, r4, fast, out_offset, act_min, act_max);
+          o[(ox + 1) * ch] = libjit_requant_s8(a1, r4, fast, out_offset, act_min, act_max);
         }
       }
       for (; ox < out_w; ox++) {
@@ -98,7 +80,7 @@ int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const 
             a0 = (uint32_t)__builtin_arm_smlad((int)pair(r + 2 * j), (int)pair(wr + 2 * j), (int)a0);
           }
         }
-        o[ox * ch] = requant(a0, r4, fast, out_offset, act_min, act_max);
+        o[ox * ch] = libjit_requant_s8(a0, r4, fast, out_offset, act_min, act_max);
       }
     }
   }

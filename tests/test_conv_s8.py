@@ -5,7 +5,8 @@ requantization and in the exact one."""
 
 import numpy as np
 import pytest
-from test_cmsis_nn import DATA, KERNELS, build_firmware, c_array, conv_case, ref_conv, run_firmware, wrap32
+from kernel_firmware import run_kernel
+from test_cmsis_nn import DATA, conv_case, ref_conv
 
 from specializer.optimize import relayout_conv as rc
 
@@ -43,23 +44,10 @@ def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
     assert [a.shape.direct for a in args] == [True, True, True, False, False, False, True]
     assert all(a.weights.dtype == (np.int8 if narrow else np.int16) for a in args)
     cols = max(a.shape.cols_bytes() for a in args)
-    defs, stmts = [], []
-    for i, (c, a) in enumerate(zip(cs, args)):
-        n = ref_conv(c).size
-        defs += [c_array(f"x{i}", c["inp"], "const int8_t"), c_array(f"w{i}", a.weights, "const int8_t" if narrow else "const int16_t"),
-                 c_array(f"q{i}", np.array(a.rq), "const int32_t"), f"static int8_t o{i}[{n}];\n"]
-        scratch = "cols" if a.shape.cols_bytes() else "0"
-        stmts.append(f"libjit_conv_s8(o{i}, x{i}, w{i}, q{i}, {scratch}, {', '.join(map(str, a.ints()))});\n"
-                     f'  io_str("case{i}");\n  for (int i = 0; i < {n}; i++) io_hex32((uint32_t)(int32_t)o{i}[i]);\n'
-                     '  io_str("\\n");')
-    main = tmp_path / "conv.c"
-    main.write_text('#include <stdint.h>\n#include "libjit_s8.h"\n#include "io.h"\n\n'
-                    f"static int8_t cols[{cols}] __attribute__((aligned(4)));\n" + "".join(defs) +
-                    "\nint main(void)\n{\n  " + "\n  ".join(stmts) + '\n  io_str("end\\n");\n  io_flush();\n'
-                    "  return 0;\n}\n")
-    res = run_firmware(build_firmware(tmp_path, "conv", [main, DATA / "io.c", KERNELS / "conv_s8.c"]))
+    got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{cols}] __attribute__((aligned(4)));\n",
+                     [(c["inp"], a, ref_conv(c).size, "cols" if a.shape.cols_bytes() else "0") for c, a in zip(cs, args)])
     for i, c in enumerate(cs):
-        assert np.array_equal(wrap32(res[f"case{i}"]), ref_conv(c).ravel().astype(np.int64)), i
+        assert np.array_equal(got[i], ref_conv(c).ravel().astype(np.int64)), i
 
 
 def test_panels_interleave_two_channels_in_sxtb16_order():

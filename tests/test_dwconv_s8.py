@@ -5,7 +5,8 @@ in the exact one."""
 
 import numpy as np
 import pytest
-from test_cmsis_nn import DATA, KERNELS, build_firmware, c_array, dw_case, ref_dw, run_firmware, wrap32
+from kernel_firmware import run_kernel
+from test_cmsis_nn import DATA, dw_case, ref_dw
 
 from specializer.optimize import relayout_depthwise as rd
 
@@ -43,22 +44,10 @@ def test_dwconv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path):
     args = [layout(c) for c in cs]
     assert [a.fast for a in args] == [True] * (len(cs) - 1) + [False]
     plane = max(a.shape.plane()[0] * a.shape.plane()[1] for a in args)
-    defs, stmts = [], []
-    for i, (c, a) in enumerate(zip(cs, args)):
-        n = ref_dw(c).size
-        defs += [c_array(f"x{i}", c["inp"], "const int8_t"), c_array(f"w{i}", a.weights, "const int16_t"),
-                 c_array(f"q{i}", np.array(a.rq), "const int32_t"), f"static int8_t o{i}[{n}];\n"]
-        stmts.append(f"libjit_dwconv_s8(o{i}, x{i}, w{i}, q{i}, plane, {', '.join(map(str, a.ints()))});\n"
-                     f'  io_str("case{i}");\n  for (int i = 0; i < {n}; i++) io_hex32((uint32_t)(int32_t)o{i}[i]);\n'
-                     '  io_str("\\n");')
-    main = tmp_path / "dw.c"
-    main.write_text('#include <stdint.h>\n#include "libjit_s8.h"\n#include "io.h"\n\n'
-                    f"static int16_t plane[{plane}] __attribute__((aligned(4)));\n" + "".join(defs) +
-                    "\nint main(void)\n{\n  " + "\n  ".join(stmts) + '\n  io_str("end\\n");\n  io_flush();\n'
-                    "  return 0;\n}\n")
-    res = run_firmware(build_firmware(tmp_path, "dw", [main, DATA / "io.c", KERNELS / "dwconv_s8.c"]))
+    got = run_kernel(tmp_path, "libjit_dwconv_s8", f"static int16_t plane[{plane}] __attribute__((aligned(4)));\n",
+                     [(c["inp"], a, ref_dw(c).size, "plane") for c, a in zip(cs, args)])
     for i, c in enumerate(cs):
-        assert np.array_equal(wrap32(res[f"case{i}"]), ref_dw(c).ravel().astype(np.int64)), i
+        assert np.array_equal(got[i], ref_dw(c).ravel().astype(np.int64)), i
 
 
 def test_weights_are_pairs_per_row_and_the_offset_is_folded():

@@ -11,6 +11,7 @@ fast form's constants, with the weights and bias doubled.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,6 +54,43 @@ class Globals:
         d, line = self._def(name)
         m = _PAIR.match(line[d.init_at:]) if d is not None and d.type == "{ ptr, ptr }" else None
         return (irtext.unquote(m.group(1)[1:]), irtext.unquote(m.group(2)[1:])) if m else None
+
+
+@dataclass(frozen=True)
+class KernelArgs:
+    """What an all-args int8 kernel is called with besides its pointers (each kernel's Args adds
+    its shape and the order of its i32 arguments)."""
+    weights: np.ndarray  # laid out for the kernel, flat
+    rq: list[int]  # per channel 4 ints (requant_records)
+    fast: bool
+    pad_value: int  # the input zero point: what the kernel reads where a window leaves the input
+    out_offset: int
+    act: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Constants:
+    """A layer call's constant weights and per-channel parameters (CMSIS-NN's argument order:
+    quant params at 2, filter at 6, bias at 8)."""
+    weights: np.ndarray  # int8, the filter's own order
+    bias: list[int]
+    mult: list[int]
+    shift: list[int]
+
+
+def constants(g: Globals, args: list[str], out_c: int, filter_bytes: int) -> Constants | str:
+    """The call's constants, or why it has none (a parameter not a constant global)."""
+    quant = g.pair(irtext.global_arg(args[2]))
+    mult, shift = (g.ints(q, out_c) for q in quant) if quant else (None, None)
+    if mult is None or shift is None:
+        return "quant params not constant globals"
+    filt = g.bytes(irtext.global_arg(args[6]), filter_bytes)
+    if filt is None:
+        return "filter not a constant global"
+    bias = [0] * out_c if args[8] == "ptr null" else g.ints(irtext.global_arg(args[8]), out_c)
+    if bias is None:
+        return "bias not a constant global"
+    return Constants(np.frombuffer(filt, np.int8), bias, mult, shift)
 
 
 def requant_records(taps: np.ndarray, bias: list[int], mult: list[int], shift: list[int], in_off: int,

@@ -89,16 +89,10 @@ class Shape:
 
 
 @dataclass(frozen=True)
-class Args:
-    """libjit_conv_s8's arguments for one layer (libjit_s8.h)."""
+class Args(int8_layout.KernelArgs):
+    """libjit_conv_s8's arguments for one layer (libjit_s8.h): int16 panels, or int8 when narrow."""
     shape: Shape
-    weights: np.ndarray  # int16 panels, or int8 when narrow; flat
-    rq: list[int]
-    fast: bool
     narrow: bool
-    pad_value: int
-    out_offset: int
-    act: tuple[int, int]
 
     def ints(self) -> list[int]:
         """The i32 arguments after the five pointers, in the kernel's order."""
@@ -117,8 +111,8 @@ def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shi
     if narrow:
         if fast:  # the kernel doubles the sum itself: the records start from the bias
             rq[0::4] = [b // 2 for b in rq[0::4]]
-        return Args(shape, _narrow_panels(taps), rq, fast, True, -in_off, out_off, act)
-    return Args(shape, _panels(taps * (2 if fast else 1)), rq, fast, False, -in_off, out_off, act)
+        return Args(_narrow_panels(taps), rq, fast, -in_off, out_off, act, shape, True)
+    return Args(_panels(taps * (2 if fast else 1)), rq, fast, -in_off, out_off, act, shape, False)
 
 
 def _panels(taps: np.ndarray) -> np.ndarray:
@@ -148,13 +142,11 @@ def _narrow_panels(taps: np.ndarray) -> np.ndarray:
 
 def _read(g: int8_layout.Globals, args: list[str], narrow: bool = False) -> Args | str:
     """The kernel's arguments from a conv call's constant globals, or why it cannot have them."""
-    at = {n: i for i, n in enumerate(("ctx", "params", "quant", "in_dims", "input", "filter_dims", "filter",
-                                      "bias_dims", "bias"))}
     out_dims = 10 if len(args) == 12 else 9
     if len(args) == 12 and args[9] != "ptr null":
         return "upscaled input (a transposed convolution)"
-    params = g.ints(global_arg(args[at["params"]]), 10)
-    dims = [g.ints(global_arg(args[i]), 4) for i in (at["in_dims"], at["filter_dims"], out_dims)]
+    params = g.ints(global_arg(args[1]), 10)
+    dims = [g.ints(global_arg(args[i]), 4) for i in (3, 5, out_dims)]
     if params is None or None in dims:
         return "parameters or dims not constant globals"
     in_off, out_off, sw, sh, pw, ph, dw, dh, act_min, act_max = params
@@ -163,19 +155,11 @@ def _read(g: int8_layout.Globals, args: list[str], narrow: bool = False) -> Args
         return f"batch {n}"
     if fc != in_c or oc != out_c:
         return f"grouped: filter depth {fc}, input channels {in_c}"
-    quant = g.pair(global_arg(args[at["quant"]]))
-    mult, shift = (g.ints(q, out_c) for q in quant) if quant else (None, None)
-    if mult is None or shift is None:
-        return "quant params not constant globals"
-    filt = g.bytes(global_arg(args[at["filter"]]), out_c * kh * kw * in_c)
-    if filt is None:
-        return "filter not a constant global"
-    bias = [0] * out_c if args[at["bias"]] == "ptr null" else g.ints(global_arg(args[at["bias"]]), out_c)
-    if bias is None:
-        return "bias not a constant global"
+    k = int8_layout.constants(g, args, out_c, out_c * kh * kw * in_c)
+    if isinstance(k, str):
+        return k
     shape = Shape(in_h, in_w, in_c, out_c, kh, kw, sh, sw, ph, pw, dh, dw, out_h, out_w)
-    return arguments(shape, np.frombuffer(filt, np.int8), bias, mult, shift, in_off, out_off, (act_min, act_max),
-                     narrow)
+    return arguments(shape, k.weights, k.bias, k.mult, k.shift, in_off, out_off, (act_min, act_max), narrow)
 
 
 def _narrowed(found: list[tuple[int, Args]], widen: float, floor: int = WIDEN_ALWAYS) -> set[int]:

@@ -88,15 +88,9 @@ class Shape:
 
 
 @dataclass(frozen=True)
-class Args:
-    """libjit_dwconv_s8's arguments for one layer (libjit_s8.h)."""
+class Args(int8_layout.KernelArgs):
+    """libjit_dwconv_s8's arguments for one layer (libjit_s8.h): int16 pairs (doubled when fast)."""
     shape: Shape
-    weights: np.ndarray  # int16 pairs, flat (doubled when fast)
-    rq: list[int]  # per channel 4 ints
-    fast: bool
-    pad_value: int
-    out_offset: int
-    act: tuple[int, int]
 
     def ints(self) -> list[int]:
         """The i32 arguments after the five pointers, in the kernel's order."""
@@ -111,7 +105,7 @@ def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shi
     w = np.asarray(w, np.int64).reshape(shape.kh, shape.kw, shape.ch)
     taps = w.reshape(-1, shape.ch).T  # [ch][kh * kw]
     fast, rq = int8_layout.requant_records(taps, bias, mult, shift, in_off, out_off)
-    return Args(shape, _pairs(w * (2 if fast else 1), shape), rq, fast, -in_off, out_off, act)
+    return Args(_pairs(w * (2 if fast else 1), shape), rq, fast, -in_off, out_off, act, shape)
 
 
 def _read(g: int8_layout.Globals, args: list[str]) -> Args | str:
@@ -130,18 +124,11 @@ def _read(g: int8_layout.Globals, args: list[str]) -> Args | str:
         return f"dilation {dh}x{dw}"
     if sw not in (1, 2) or sh < 1:
         return f"stride {sh}x{sw} (the kernel reads word pairs at stride 1 or 2)"
-    quant = g.pair(global_arg(args[2]))
-    mult, shift = (g.ints(q, out_c) for q in quant) if quant else (None, None)
-    if mult is None or shift is None:
-        return "quant params not constant globals"
-    filt = g.bytes(global_arg(args[6]), kh * kw * out_c)
-    if filt is None:
-        return "filter not a constant global"
-    bias = [0] * out_c if args[8] == "ptr null" else g.ints(global_arg(args[8]), out_c)
-    if bias is None:
-        return "bias not a constant global"
+    k = int8_layout.constants(g, args, out_c, kh * kw * out_c)
+    if isinstance(k, str):
+        return k
     shape = Shape(in_h, in_w, in_c, kh, kw, sh, sw, ph, pw, out_h, out_w)
-    return arguments(shape, np.frombuffer(filt, np.int8), bias, mult, shift, in_off, out_off, (act_min, act_max))
+    return arguments(shape, k.weights, k.bias, k.mult, k.shift, in_off, out_off, (act_min, act_max))
 
 
 def _pairs(w: np.ndarray, s: Shape) -> np.ndarray:

@@ -1,0 +1,27 @@
+/* The requantization of the all-args int8 kernels (conv_s8.c, dwconv_s8.c): one output value from
+ * its accumulator and its channel's record rq (libjit_s8.h). CMSIS-NN's arm_nn_requantize, or
+ * (fast) SMMULR of the doubled accumulator and one rounding shift, whose results the compiler
+ * proved equal for the channel (specializer/optimize/requant_proof.py). */
+#ifndef LIBJIT_REQUANT_S8_H
+#define LIBJIT_REQUANT_S8_H
+
+#include <stdint.h>
+
+#include "libjit_cmsis_nn.h"
+
+static inline int8_t libjit_requant_s8(uint32_t acc, const int32_t *rq, int32_t fast, int32_t out_offset,
+                                       int32_t act_min, int32_t act_max)
+{
+  int32_t v;
+  if (fast) {
+    const int32_t t = (int32_t)(((int64_t)(int32_t)acc * rq[1] + 0x80000000LL) >> 32);
+    v = (t + (t >> 31) + rq[2]) >> rq[3];
+  } else {
+    v = arm_nn_requantize((int32_t)acc, rq[1], rq[2]) + out_offset;
+  }
+  v = v < act_min ? act_min : v;
+  v = v > act_max ? act_max : v;
+  return (int8_t)v;
+}
+
+#endif /* LIBJIT_REQUANT_S8_H */
