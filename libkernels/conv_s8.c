@@ -65,6 +65,7 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
   const int32_t k = kh * kw * in_c, groups = k / 4, tail = k % 4;
   const int32_t direct = kh == 1 && kw == 1 && pad_top == 0 && pad_left == 0;
   const int32_t pixels = out_h * out_w;
+  const int32_t single = pixels == 1; /* a dense layer at batch 1: one pixel, no partner */
   /* cols: [the two gathered windows, 2k bytes rounded up to a word, unless direct][per group:
      pixel 0's taps 0/2 and 1/3, pixel 1's, as int16 pairs] */
   uint32_t *wide = (uint32_t *)(cols + (direct ? 0 : (2 * k + 3) / 4 * 4));
@@ -98,7 +99,7 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
       uint32_t a00 = (uint32_t)r0[0], a01 = (uint32_t)r1[0], a10 = a00, a11 = a01;
       const uint32_t *xw = wide;
       for (int32_t g = 0; g < groups; g++) {
-        const uint32_t u02 = xw[0], u13 = xw[1], v02 = xw[2], v13 = xw[3];
+        const uint32_t u02 = xw[0], u13 = xw[1], v02 = single ? 0 : xw[2], v13 = single ? 0 : xw[3];
         xw += 4;
         uint32_t wa, wb, wc, wd;
         if (narrow) { /* 4 int8 taps of o, then of o+1: widened here, as the input was */
@@ -117,12 +118,14 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
         }
         a00 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wa, (int)a00);
         a00 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wb, (int)a00);
-        a10 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wa, (int)a10);
-        a10 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wb, (int)a10);
         a01 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wc, (int)a01);
         a01 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wd, (int)a01);
-        a11 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wc, (int)a11);
-        a11 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wd, (int)a11);
+        if (!single) {
+          a10 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wa, (int)a10);
+          a10 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wb, (int)a10);
+          a11 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wc, (int)a11);
+          a11 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wd, (int)a11);
+        }
       }
       for (int32_t t = 0; t < tail; t++) {
         const int32_t xu = t0[t], xv = t1[t];
@@ -142,10 +145,14 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
         a11 <<= 1;
       }
       o0[o] = libjit_requant_s8(a00, r0, fast, out_offset, act_min, act_max);
-      o1[o] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
+      if (!single) {
+        o1[o] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
+      }
       if (o + 1 < out_c) {
         o0[o + 1] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
-        o1[o + 1] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
+        if (!single) {
+          o1[o + 1] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
+        }
       }
     }
   }

@@ -20,6 +20,7 @@ def cases():
            conv_case(rng, 1, 3, 4, 6, 5, 1, 1),  # k % 4 == 2 taps left, an odd number of channels
            conv_case(rng, 1, 6, 7, 5, 6, 3, 3, pad=(1, 1)),
            conv_case(rng, 1, 12, 6, 1, 8, 10, 4, stride=(2, 2), pad=(4, 1)),  # KWS's first conv
+           conv_case(rng, 1, 1, 1, 19, 7, 1, 1),  # one pixel (a dense layer at batch 1), k % 4 == 3
            conv_case(rng, 1, 8, 8, 3, 4, 3, 3, dil=(2, 1), pad=(2, 1), bias=False),
            conv_case(rng, 1, 4, 4, 8, 4, 1, 1)]
     out[-2]["act"] = out[-1]["act"] = (-100, 90)  # a fused activation's clamp
@@ -41,7 +42,7 @@ def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
     cs = cases()
     args = [layout(c, narrow) for c in cs]
     assert [a.fast for a in args] == [True] * (len(cs) - 1) + [False]
-    assert [a.shape.direct for a in args] == [True, True, True, False, False, False, True]
+    assert [a.shape.direct for a in args] == [True, True, True, False, False, True, False, True]
     assert all(a.weights.dtype == (np.int8 if narrow else np.int16) for a in args)
     cols = max(a.shape.cols_bytes() for a in args)
     got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{cols}] __attribute__((aligned(4)));\n",

@@ -78,10 +78,16 @@ class Constants:
     shift: list[int]
 
 
-def constants(g: Globals, args: list[str], out_c: int, filter_bytes: int) -> Constants | str:
-    """The call's constants, or why it has none (a parameter not a constant global)."""
-    quant = g.pair(irtext.global_arg(args[2]))
-    mult, shift = (g.ints(q, out_c) for q in quant) if quant else (None, None)
+def constants(g: Globals, args: list[str], out_c: int, filter_bytes: int,
+              per_tensor: bool = False) -> Constants | str:
+    """The call's constants, or why it has none (a parameter not a constant global). per_tensor:
+    the quant params are one {multiplier, shift} (fully connected), given to every channel."""
+    if per_tensor:
+        one = g.ints(irtext.global_arg(args[2]), 2)
+        mult, shift = ([one[0]] * out_c, [one[1]] * out_c) if one else (None, None)
+    else:
+        quant = g.pair(irtext.global_arg(args[2]))
+        mult, shift = (g.ints(q, out_c) for q in quant) if quant else (None, None)
     if mult is None or shift is None:
         return "quant params not constant globals"
     filt = g.bytes(irtext.global_arg(args[6]), filter_bytes)

@@ -1,8 +1,9 @@
 """The all-args int8 conv rule: weights known at compile time, stored widened for SMLAD.
 
-A CMSIS-NN conv call (the wrapper, the forms it picks, or arm_convolve_s8 without upscaling)
-whose filter, bias, quantization and parameters are constant globals, batch 1, calls
-``libjit_conv_s8`` (libkernels/conv_s8.c) instead, with:
+A CMSIS-NN conv call (the wrapper, the forms it picks, or arm_convolve_s8 without upscaling;
+batch 1) or fully connected call (a 1x1 conv over its batch rows, without a weight offset) whose
+filter, bias, quantization and parameters are constant globals calls ``libjit_conv_s8``
+(libkernels/conv_s8.c) instead, with:
 
 * the weights as int16 pairs in the order SXTB16 widens the input (taps 0/2, then 1/3 of each
   group of four), two output channels interleaved: the kernel never widens a weight (a new
@@ -26,8 +27,9 @@ import numpy as np
 from specializer.llvm.irtext import direct_calls, global_arg, quote
 from specializer.optimize import int8_layout
 
+FC = "arm_fully_connected_s8"
 FORMS = {"arm_convolve_wrapper_s8": 11, "arm_convolve_1x1_s8_fast": 11, "arm_convolve_1x1_s8": 11,
-         "arm_convolve_1_x_n_s8": 11, "arm_convolve_s8": 12}  # callee -> arguments (12: upscale_dims at 9)
+         "arm_convolve_1_x_n_s8": 11, "arm_convolve_s8": 12, FC: 11}  # callee -> arguments (12: upscale_dims at 9)
 KERNEL = "libjit_conv_s8"
 DEFAULT_WIDEN = 0.5
 WIDEN_ALWAYS = 32 * 1024  # int8 weight bytes widened whatever `widen` says (when it is > 0)
@@ -140,8 +142,10 @@ def _narrow_panels(taps: np.ndarray) -> np.ndarray:
     return np.concatenate([main, tail, pad], axis=1).reshape(-1).astype(np.int8)
 
 
-def _read(g: int8_layout.Globals, args: list[str], narrow: bool = False) -> Args | str:
+def _read(g: int8_layout.Globals, callee: str, args: list[str], narrow: bool = False) -> Args | str:
     """The kernel's arguments from a conv call's constant globals, or why it cannot have them."""
+    if callee == FC:
+        return _read_fc(g, args, narrow)
     out_dims = 10 if len(args) == 12 else 9
     if len(args) == 12 and args[9] != "ptr null":
         return "upscaled input (a transposed convolution)"
@@ -159,6 +163,26 @@ def _read(g: int8_layout.Globals, args: list[str], narrow: bool = False) -> Args
     if isinstance(k, str):
         return k
     shape = Shape(in_h, in_w, in_c, out_c, kh, kw, sh, sw, ph, pw, dh, dw, out_h, out_w)
+    return arguments(shape, k.weights, k.bias, k.mult, k.shift, in_off, out_off, (act_min, act_max), narrow)
+
+
+def _read_fc(g: int8_layout.Globals, args: list[str], narrow: bool) -> Args | str:
+    """A fully connected layer as a 1x1 conv over its batch rows (weights [out][in], as a 1x1
+    filter's), one multiplier and shift for every output."""
+    params = g.ints(global_arg(args[1]), 5)
+    dims = [g.ints(global_arg(args[i]), 4) for i in (3, 5, 9)]
+    if params is None or None in dims:
+        return "parameters or dims not constant globals"
+    in_off, w_off, out_off, act_min, act_max = params
+    (batch, *_), (depth, _, _, out_c), (out_batch, *_, oc) = dims
+    if w_off:
+        return f"weight offset {w_off}"
+    if out_batch != batch or oc != out_c:
+        return f"output dims {dims[2]}"
+    k = int8_layout.constants(g, args, out_c, out_c * depth, per_tensor=True)
+    if isinstance(k, str):
+        return k
+    shape = Shape(batch, 1, depth, out_c, 1, 1, 1, 1, 0, 0, 1, 1, batch, 1)
     return arguments(shape, k.weights, k.bias, k.mult, k.shift, in_off, out_off, (act_min, act_max), narrow)
 
 
@@ -193,7 +217,7 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
         if len(args) != FORMS[call.callee] or skipped(lines[call.line]):
             continue
         scope = global_arg(args[1]) or args[1]
-        got = _read(g, args)
+        got = _read(g, call.callee, args)
         if isinstance(got, str):
             notes.append(Conv(scope, call.callee, reason=got))
             continue
@@ -204,7 +228,7 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
     new, cols, named = [], 0, {}
     for (i, got), (_, call, scope) in zip(found, calls):
         if i in narrow:
-            got = _reread(g, call.args)
+            got = _reread(g, call.callee, call.args)
         args, s = call.args, got.shape
         cols = max(cols, s.cols_bytes())
         key = (got.narrow, *(a for j, a in enumerate(args) if j not in (4, len(args) - 1)))  # not in/out
@@ -227,8 +251,8 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
     return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(new) + "\n", tuple(notes)
 
 
-def _reread(g: int8_layout.Globals, args: list[str]) -> Args:
+def _reread(g: int8_layout.Globals, callee: str, args: list[str]) -> Args:
     """A call's arguments with int8 panels (its globals were read once already)."""
-    got = _read(g, args, narrow=True)
+    got = _read(g, callee, args, narrow=True)
     assert not isinstance(got, str)
     return got

@@ -1,0 +1,52 @@
+"""relayout_conv.convs: the all-args rule sending int8 conv and fully connected calls with
+constant weights to libjit_conv_s8 (a dense layer as a 1x1 conv over its batch rows); the calls
+it cannot take are left alone with the reason."""
+
+from specializer.optimize import relayout_conv
+
+# a dense layer 4 -> 3 at batch 1: params {input_offset, filter_offset, output_offset, act min/max},
+# quant {multiplier, shift} for every output
+FC = r"""@p = private unnamed_addr constant [5 x i32] [i32 128, i32 0, i32 -5, i32 -128, i32 127], align 4
+@q = private unnamed_addr constant [2 x i32] [i32 1073741824, i32 -3], align 4
+@in = private unnamed_addr constant [4 x i32] [i32 1, i32 1, i32 1, i32 4], align 4
+@fd = private unnamed_addr constant [4 x i32] [i32 4, i32 1, i32 1, i32 3], align 4
+@bd = private unnamed_addr constant [4 x i32] [i32 1, i32 1, i32 1, i32 3], align 4
+@od = private unnamed_addr constant [4 x i32] [i32 1, i32 1, i32 1, i32 3], align 4
+@w = constant [12 x i8] c"\01\02\03\04\05\06\07\08\09\0A\0B\0C"
+@b = constant [3 x i32] [i32 10, i32 20, i32 30]
+@arena = global [8 x i8] zeroinitializer
+
+define void @f() {
+  %a = call i32 @arm_fully_connected_s8(ptr @c, ptr @p, ptr @q, ptr @in, ptr @arena, ptr @fd, ptr @w, ptr @bd, ptr @b, ptr @od, ptr getelementptr (i8, ptr @arena, i32 4))
+  ret void
+}
+
+declare i32 @arm_fully_connected_s8(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)
+"""
+
+
+def test_dense_layer_is_a_one_pixel_conv_on_the_kernel():
+    text, notes = relayout_conv.convs(FC, lambda line: False)
+    call = next(ln for ln in text.splitlines() if " call " in ln)
+    # out, in, weights, records, scratch; in 1x1x4 -> 3 channels, 1x1 filter, stride 1, no padding,
+    # dilation 1, out 1x1, pad value 128, fast, int16 panels, output offset, activation
+    assert call == ("  %a = call i32 @libjit_conv_s8(ptr getelementptr (i8, ptr @arena, i32 4), ptr @arena, "
+                    "ptr @libjit.conv.0.w, ptr @libjit.conv.0.rq, ptr @libjit.conv.cols, i32 1, i32 1, i32 4, "
+                    "i32 3, i32 1, i32 1, i32 1, i32 1, i32 0, i32 0, i32 1, i32 1, i32 1, i32 1, i32 -128, i32 1, "
+                    "i32 0, i32 -5, i32 -128, i32 127)")
+    # int16 panels, doubled (fast): channels 0 and 1 interleaved by taps 0/2, 1/3; channel 2 with zeros
+    assert "@libjit.conv.0.w = internal unnamed_addr constant [16 x i16] [i16 2, i16 6, i16 4, i16 8, i16 10, " \
+           "i16 14, i16 12, i16 16, i16 18, i16 22, i16 20, i16 24, i16 0, i16 0, i16 0, i16 0], align 4" in text
+    # per output: 2 * (bias + 128 * sum(w)), the one multiplier, K = 2^2 - 5 * 2^3, rs 3
+    assert "[12 x i32] [i32 2580, i32 1073741824, i32 -36, i32 3, i32 6696, i32 1073741824, i32 -36, i32 3, " \
+           "i32 10812, i32 1073741824, i32 -36, i32 3]" in text
+    assert "@libjit.conv.cols = internal global [16 x i8] zeroinitializer, align 4" in text  # one group widened
+    assert [n.kernel for n in notes] == ["libjit_conv_s8"]
+
+
+def test_what_the_kernel_does_not_cover_is_left_alone():
+    for old, new, reason in (("i32 128, i32 0, i32 -5", "i32 128, i32 3, i32 -5", "weight offset 3"),
+                             ("@b = constant", "@b = global", "bias not a constant global")):
+        module = FC.replace(old, new, 1)
+        text, notes = relayout_conv.convs(module, lambda line: False)
+        assert text == module and not notes[0].kernel and reason in notes[0].log_line()
