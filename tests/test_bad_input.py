@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -329,6 +330,52 @@ def test_capture_never_ending_loop_times_out_and_cleans_up(tmp_path):
     assert_one_line_error(r, "did not finish within 15 s")
     assert not out.exists()
     assert list(tmp.iterdir()) == []  # the capture's temporary directory is gone
+
+
+def _workers(model: Path) -> list[int]:
+    """Pids of capture workers running `model` (from /proc: their command lines)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if d.name.isdigit() and b"specializer.capture.capture_worker" in cmd and str(model).encode() in cmd:
+            found.append(int(d.name))
+    return found
+
+
+def test_capture_worker_dies_with_its_parent(tmp_path):
+    """A capture killed outright (SIGKILL, as a CI step's timeout does) takes its JAX worker with
+    it, even while the worker runs a model's endless loop."""
+    import os
+    import signal
+    import time
+    src = tmp_path / "spin.py"
+    src.write_text("import jax, jax.numpy as jnp, numpy as np\n"
+                   "def spin(x):\n"
+                   "    return jax.lax.while_loop(lambda c: c[0] >= 0, lambda c: (c[0] * 1, c[1] + 1), "
+                   "(jnp.int32(0), x))[1]\n"
+                   "spin.example_inputs = {'x': np.ones(4, np.float32)}\n")
+    parent = subprocess.Popen([*SPECIALIZE, "capture", f"{src}:spin", "-o", str(tmp_path / "out"), "--timeout", "600"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 60
+        while not _workers(src) and time.monotonic() < end:
+            time.sleep(0.2)
+        workers = _workers(src)
+        assert workers, "the capture worker did not start"
+        time.sleep(2)  # inside the model's loop by now
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    end = time.monotonic() + 20
+    while _workers(src) and time.monotonic() < end:
+        time.sleep(0.2)
+    left = _workers(src)
+    for pid in left:  # do not leave it running whatever the verdict
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "the capture worker outlived its parent"
 
 
 def test_capture_reports_users_exception_with_file_and_line(tmp_path):

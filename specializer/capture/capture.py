@@ -72,6 +72,9 @@ def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str],
     # one visible CPU, so XLA emits every kernel as a single workgroup; the worker pins itself
     # before JAX starts (a preexec_fn is unsafe once JAX's threads run in this process)
     env["SPECIALIZER_CAPTURE_CPU"] = str(min(os.sched_getaffinity(0)))
+    # the worker ends with us, and by itself a little after the timeout (capture_worker._die_with_parent)
+    env["SPECIALIZER_CAPTURE_PARENT"] = str(os.getpid())
+    env["SPECIALIZER_CAPTURE_DEADLINE"] = f"{timeout:g}"
     try:
         proc = subprocess.run([sys.executable, "-m", "specializer.capture.capture_worker", str(source), function,
                                str(workdir), *([str(inputs)] if inputs else [])],

@@ -28,6 +28,28 @@ from pathlib import Path
 if "SPECIALIZER_CAPTURE_CPU" in os.environ:  # before JAX: XLA sizes its work to the CPUs it sees
     os.sched_setaffinity(0, {int(os.environ["SPECIALIZER_CAPTURE_CPU"])})
 
+
+def _die_with_parent() -> None:
+    """End with the capture that started us: killed outright (a CI step's timeout sends SIGKILL),
+    it cannot stop us, and a model's endless loop would run on. Linux's parent-death signal, a
+    check that the parent did not die before it was set, and a deadline of our own."""
+    parent = int(os.environ.get("SPECIALIZER_CAPTURE_PARENT", "0"))
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if parent and os.getppid() != parent:
+            os._exit(1)
+        deadline = float(os.environ.get("SPECIALIZER_CAPTURE_DEADLINE", "0"))
+        if deadline > 0:  # the parent's timeout ends us first; this is for when it cannot
+            signal.alarm(int(deadline) + 30)
+    except (OSError, AttributeError):  # not Linux: the parent's timeout is all there is
+        pass
+
+
+_die_with_parent()
+
 import numpy as np  # noqa: E402
 
 from specializer.capture import imported  # noqa: E402  (JAX only when it reads a model)

@@ -107,5 +107,12 @@ def _main(argv: list[str]) -> int:
     except UserError as e:
         print(f"specialize: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        if e.filename is None or isinstance(e, BrokenPipeError):
+            raise
+        # where the tool writes or reads a path the user gave: a full disk, a directory that cannot be
+        # made (the -o check catches what it can before anything is written)
+        print(f"specialize: error: {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130

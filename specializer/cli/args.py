@@ -1,9 +1,35 @@
-"""Argument types the commands share (clone budget, call lists, unroll threshold, byte counts)."""
+"""Argument types the commands share (clone budget, call lists, unroll threshold, byte counts,
+output directories)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
+
+
+def output_dir(text: str) -> str:
+    """An `-o DIR` argument: a directory, or a path one can be made at. Checked when the command
+    line is read, before anything is written, so a bad one is one line and leaves nothing behind."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: exists and is not a directory")
+    base = next((a for a in path.absolute().parents if a.exists()), None) if not path.exists() else path
+    if base is not None and not base.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {base} is not a directory")
+    if base is not None and not os.access(base, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: {base} is not writable")
+    return text
+
+
+def check_output_dir(p: argparse.ArgumentParser, text: str | None) -> None:
+    """output_dir for an -o that is a directory only in some uses (specialize's comparison)."""
+    if text is not None:
+        try:
+            output_dir(text)
+        except argparse.ArgumentTypeError as e:
+            p.error(f"argument -o/--output: {e}")
 
 
 def growth(text: str) -> float | None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from specializer.cli.args import byte_count, calls, growth, unroll_threshold
+from specializer.cli.args import byte_count, calls, growth, output_dir, unroll_threshold
 from specializer.errors import UserError
 
 
@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
                                 description="Build one variant of a captured model and write it as a bundle a "
                                             "firmware links: object, static library, C header, example main.c.")
     p.add_argument("model", metavar="model.ll", help="a captured model.ll (model.json next to it)")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="the bundle's directory")
+    p.add_argument("-o", "--output", required=True, type=output_dir, metavar="DIR", help="the bundle's directory")
     p.add_argument("--variant", default="all-args", choices=VARIANTS, help="which build (default all-args)")
     p.add_argument("--max-growth", type=growth, default=DEFAULT_MAX_GROWTH, metavar="X",
                    help=f"specializing variants: clone budget per callee (default {DEFAULT_MAX_GROWTH:g})")

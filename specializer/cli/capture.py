@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from specializer.cli.args import output_dir
 from specializer.errors import UserError
 
 
@@ -27,7 +28,8 @@ def main(argv: list[str]) -> int:
                    help="a .tflite model's outputs are every operator's output, so each layer is checked "
                    "against TFLite Micro's (a different program from the model alone: for checking, not "
                    "measuring)")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="writes DIR/model.ll and DIR/model.json")
+    p.add_argument("-o", "--output", required=True, type=output_dir, metavar="DIR",
+                   help="writes DIR/model.ll and DIR/model.json")
     p.add_argument("--ir-dots", action="store_true",
                    help="let XLA emit its dots as LLVM IR (its experimental IR GEMM) instead of runtime calls")
     p.add_argument("--timeout", type=float, default=600, metavar="SECONDS",

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from specializer.cli.args import add_speed_options, byte_count, calls, growth, unroll_threshold
+from specializer.cli.args import add_speed_options, byte_count, calls, check_output_dir, growth, unroll_threshold
 from specializer.errors import UserError
 
 
@@ -155,6 +155,7 @@ def main(argv: list[str]) -> int:
     if a.emit:
         return _emit(model, a, options)
     path = Path(a.model)
+    check_output_dir(p, a.output)
     out = Path(a.output) if a.output else path.with_name("variants" if path.name == "model.ll"
                                                          else model.name + ".variants")
     # on a terminal (or with --progress): a line per step; never mixed into a piped error line

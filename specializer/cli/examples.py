@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from specializer.cli.args import output_dir
 from specializer.cli.run import table
 
 
@@ -13,7 +14,7 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="specialize examples", description="Capture and run the bundled examples.")
     p.add_argument("names", nargs="*")
     p.add_argument("--json", action="store_true")
-    p.add_argument("-o", "--output", default="out/examples", metavar="DIR")
+    p.add_argument("-o", "--output", default="out/examples", type=output_dir, metavar="DIR")
     a = p.parse_args(argv)
     from specializer.driver.examples import run_examples
 
