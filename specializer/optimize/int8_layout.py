@@ -1,5 +1,6 @@
 """What the all-args int8 kernels' rules share: reading a layer's constant globals from the
-module text, writing new constant arrays, and the per-channel requantization records.
+module text, writing new constant arrays (relayout's sparse rule too), and the per-channel
+requantization records.
 
 The records (libkernels/libjit_s8.h) hold, per output channel, the bias with the input offset
 folded in (``bias + input_offset * sum(w)``: the kernels add no offset per tap; where a window
@@ -115,16 +116,8 @@ def requant_records(taps: np.ndarray, bias: list[int], mult: list[int], shift: l
     return False, [v for b, m, s in zip(wrapped, mult, shift) for v in (b, int(m), int(s), 0)]
 
 
-def i16_array(name: str, values: np.ndarray) -> str:
-    items = ", ".join(f"i16 {int(v)}" for v in values)
-    return f"{quote(name)} = internal unnamed_addr constant [{len(values)} x i16] [{items}], align 4"
-
-
-def i8_array(name: str, values: np.ndarray) -> str:
-    items = ", ".join(f"i8 {int(v)}" for v in values)
-    return f"{quote(name)} = internal unnamed_addr constant [{len(values)} x i8] [{items}], align 4"
-
-
-def i32_array(name: str, values: list[int]) -> str:
-    items = ", ".join(f"i32 {v}" for v in values)
-    return f"{quote(name)} = internal unnamed_addr constant [{len(values)} x i32] [{items}], align 4"
+def constant_array(name: str, ty: str, items) -> str:
+    """A new constant global `[N x ty]` holding `items` (each written after its type; zeroinitializer
+    when there are none): the arrays relayout's rules add beside the model."""
+    body = f"[{', '.join(f'{ty} {v}' for v in items)}]" if len(items) else "zeroinitializer"
+    return f"{quote(name)} = internal unnamed_addr constant [{len(items)} x {ty}] {body}, align 4"

@@ -42,7 +42,7 @@ import numpy as np
 
 from specializer.library.cmsis_api import FUNCTIONS
 from specializer.llvm.passes import MODEL, Pass, option
-from specializer.optimize import callsites, relayout_conv, relayout_depthwise
+from specializer.optimize import callsites, int8_layout, relayout_conv, relayout_depthwise
 from specializer.optimize.callsites import calls_option
 from specializer.optimize.state import BuildState
 from specializer.llvm import irtext
@@ -108,11 +108,6 @@ def _i16(v) -> int:
     """An unsigned 16-bit value as LLVM writes an i16 (two's complement, signed)."""
     v = int(v)
     return v - 65536 if v > 32767 else v
-
-
-def _array(name: str, ty: str, items: list[str]) -> str:
-    body = f"[{', '.join(items)}]" if items else "zeroinitializer"
-    return f"{quote(name)} = internal unnamed_addr constant [{len(items)} x {ty}] {body}, align 4"
 
 
 CONV_S8 = "arm_convolve_s8"
@@ -234,9 +229,9 @@ def _decide(name: str, line: str, k: int, n: int, rt: int, out: list[str]) -> Re
     if k > U16 or nnz > U16:
         return Relayout(name, "", (k, n), nnz, dense, dense, "too large for 16-bit indices")
     vals, rows, start = _csc(w)
-    out.append(_array(name + ".csc.val", "float", [f"float {_hex(v)}" for v in vals]))
-    out.append(_array(name + ".csc.row", "i16", [f"i16 {_i16(r)}" for r in rows]))
-    out.append(_array(name + ".csc.start", "i16", [f"i16 {_i16(s)}" for s in start]))
+    out.append(int8_layout.constant_array(name + ".csc.val", "float", [_hex(v) for v in vals]))
+    out.append(int8_layout.constant_array(name + ".csc.row", "i16", [_i16(r) for r in rows]))
+    out.append(int8_layout.constant_array(name + ".csc.start", "i16", [_i16(s) for s in start]))
     return Relayout(name, CSC_KERNEL, (k, n), nnz, dense, 4 * nnz + 2 * nnz + 2 * (n + 1))
 
 

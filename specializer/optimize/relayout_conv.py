@@ -117,6 +117,21 @@ def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shi
     return Args(_panels(taps * (2 if fast else 1)), rq, fast, -in_off, out_off, act, shape, False)
 
 
+@dataclass(frozen=True)
+class Layer:
+    """A conv or dense call's constants as read, before they are laid out (int16 or int8 panels:
+    decided over all the calls, _narrowed)."""
+    shape: Shape
+    constants: int8_layout.Constants
+    in_off: int
+    out_off: int
+    act: tuple[int, int]
+
+    def arguments(self, narrow: bool) -> Args:
+        k = self.constants
+        return arguments(self.shape, k.weights, k.bias, k.mult, k.shift, self.in_off, self.out_off, self.act, narrow)
+
+
 def _panels(taps: np.ndarray) -> np.ndarray:
     """[out_c][k] -> per output-channel pair: per group of 4 taps (t0,t2),(t1,t3) of o then of o+1;
     then the k % 4 last taps as (o, o+1) pairs (libkernels/conv_s8.c)."""
@@ -142,10 +157,10 @@ def _narrow_panels(taps: np.ndarray) -> np.ndarray:
     return np.concatenate([main, tail, pad], axis=1).reshape(-1).astype(np.int8)
 
 
-def _read(g: int8_layout.Globals, callee: str, args: list[str], narrow: bool = False) -> Args | str:
-    """The kernel's arguments from a conv call's constant globals, or why it cannot have them."""
+def _read(g: int8_layout.Globals, callee: str, args: list[str]) -> Layer | str:
+    """A conv call's constants, or why it cannot have the kernel."""
     if callee == FC:
-        return _read_fc(g, args, narrow)
+        return _read_fc(g, args)
     out_dims = 10 if len(args) == 12 else 9
     if len(args) == 12 and args[9] != "ptr null":
         return "upscaled input (a transposed convolution)"
@@ -163,10 +178,10 @@ def _read(g: int8_layout.Globals, callee: str, args: list[str], narrow: bool = F
     if isinstance(k, str):
         return k
     shape = Shape(in_h, in_w, in_c, out_c, kh, kw, sh, sw, ph, pw, dh, dw, out_h, out_w)
-    return arguments(shape, k.weights, k.bias, k.mult, k.shift, in_off, out_off, (act_min, act_max), narrow)
+    return Layer(shape, k, in_off, out_off, (act_min, act_max))
 
 
-def _read_fc(g: int8_layout.Globals, args: list[str], narrow: bool) -> Args | str:
+def _read_fc(g: int8_layout.Globals, args: list[str]) -> Layer | str:
     """A fully connected layer as a 1x1 conv over its batch rows (weights [out][in], as a 1x1
     filter's), one multiplier and shift for every output."""
     params = g.ints(global_arg(args[1]), 5)
@@ -183,10 +198,10 @@ def _read_fc(g: int8_layout.Globals, args: list[str], narrow: bool) -> Args | st
     if isinstance(k, str):
         return k
     shape = Shape(batch, 1, depth, out_c, 1, 1, 1, 1, 0, 0, 1, 1, batch, 1)
-    return arguments(shape, k.weights, k.bias, k.mult, k.shift, in_off, out_off, (act_min, act_max), narrow)
+    return Layer(shape, k, in_off, out_off, (act_min, act_max))
 
 
-def _narrowed(found: list[tuple[int, Args]], widen: float, floor: int = WIDEN_ALWAYS) -> set[int]:
+def _narrowed(found: list[tuple[int, Layer]], widen: float, floor: int = WIDEN_ALWAYS) -> set[int]:
     """Which calls get int8 panels: int16 panels double a layer's weight bytes, so they go to the
     layers that reuse each weight most (most output pixels) while their int8 bytes stay within
     `widen` times those of all the calls, or `floor` bytes (widen > 0); the rest keep their
@@ -210,32 +225,31 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
     lines = text.split("\n")
     g = int8_layout.Globals(lines)
     notes: list[Conv | None] = []
-    found: list[tuple[int, Args]] = []
+    found: list[tuple[int, Layer]] = []
     calls = []
     for call in list(direct_calls(lines, tuple(FORMS))):
         args = call.args
         if len(args) != FORMS[call.callee] or skipped(lines[call.line]):
             continue
         scope = global_arg(args[1]) or args[1]
-        got = _read(g, call.callee, args)
-        if isinstance(got, str):
-            notes.append(Conv(scope, call.callee, reason=got))
+        layer = _read(g, call.callee, args)
+        if isinstance(layer, str):
+            notes.append(Conv(scope, call.callee, reason=layer))
             continue
-        found.append((len(notes), got))
+        found.append((len(notes), layer))
         calls.append((len(notes), call, scope))
         notes.append(None)
     narrow = _narrowed(found, widen)
     new, cols, named = [], 0, {}
-    for (i, got), (_, call, scope) in zip(found, calls):
-        if i in narrow:
-            got = _reread(g, call.callee, call.args)
+    for (i, layer), (_, call, scope) in zip(found, calls):
+        got = layer.arguments(i in narrow)
         args, s = call.args, got.shape
         cols = max(cols, s.cols_bytes())
         key = (got.narrow, *(a for j, a in enumerate(args) if j not in (4, len(args) - 1)))  # not in/out
         if key not in named:
             named[key] = f"libjit.conv.{len(named)}"
-            new += [(int8_layout.i8_array if got.narrow else int8_layout.i16_array)(named[key] + ".w", got.weights),
-                    int8_layout.i32_array(named[key] + ".rq", got.rq)]
+            new += [int8_layout.constant_array(named[key] + ".w", "i8" if got.narrow else "i16", got.weights.tolist()),
+                    int8_layout.constant_array(named[key] + ".rq", "i32", got.rq)]
         scratch = f"ptr {quote(COLS)}" if s.cols_bytes() else "ptr null"  # k < 4: nothing widened
         kargs = [args[-1], args[4], f"ptr {quote(named[key] + '.w')}", f"ptr {quote(named[key] + '.rq')}", scratch,
                  *(f"i32 {v}" for v in got.ints())]
@@ -249,10 +263,3 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
         new.append(f"{quote(COLS)} = internal global [{cols} x i8] zeroinitializer, align 4")
     new.append(f"declare i32 {quote(KERNEL)}({', '.join(['ptr'] * 5 + ['i32'] * 20)})")
     return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(new) + "\n", tuple(notes)
-
-
-def _reread(g: int8_layout.Globals, callee: str, args: list[str]) -> Args:
-    """A call's arguments with int8 panels (its globals were read once already)."""
-    got = _read(g, callee, args, narrow=True)
-    assert not isinstance(got, str)
-    return got

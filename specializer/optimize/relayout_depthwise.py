@@ -164,7 +164,8 @@ def depthwise(text: str, skipped) -> tuple[str, tuple[Depthwise, ...]]:
         key = tuple(args[:4] + args[5:10])  # all but the activations: calls alike share their constants
         if key not in named:
             named[key] = f"libjit.dwconv.{len(named)}"
-            new += [int8_layout.i16_array(named[key] + ".w16", got.weights), int8_layout.i32_array(named[key] + ".rq", got.rq)]
+            new += [int8_layout.constant_array(named[key] + ".w16", "i16", got.weights.tolist()),
+                    int8_layout.constant_array(named[key] + ".rq", "i32", got.rq)]
         w_name, rq_name = named[key] + ".w16", named[key] + ".rq"
         kargs = [args[10], args[4], f"ptr {quote(w_name)}", f"ptr {quote(rq_name)}", f"ptr {quote(PLANE)}",
                  *(f"i32 {v}" for v in got.ints())]
