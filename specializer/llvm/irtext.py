@@ -585,7 +585,7 @@ def outside_strings(line: str, pattern: re.Pattern, repl) -> str:
 # --------------------------------------------------------------------------- sections
 
 
-_DEFINE_TAIL = re.compile(r"^((?: (?:local_)?unnamed_addr)?(?: addrspace\(\d+\))?(?: #\d+)?)")
+DEFINE_TAIL = re.compile(r"^((?: (?:local_)?unnamed_addr)?(?: addrspace\(\d+\))?(?: #\d+)?)")
 _GLOBAL_TAIL = re.compile(r"(?:, align \d+)?(?:, ![-\w.]+ !\d+)*(?: #\d+)?$")
 
 
@@ -599,7 +599,7 @@ def with_sections(text: str, data: bool = True) -> str:
     for line in text.split("\n"):
         if line.startswith("define ") and " section \"" not in line:
             s = signature(line)
-            tail = _DEFINE_TAIL.match(line[s.end:]).end() + s.end
+            tail = DEFINE_TAIL.match(line[s.end:]).end() + s.end
             line = line[:tail] + f' section ".text.{_plain(s.name)}"' + line[tail:]
         elif data:
             d = global_def(line) if line.startswith("@") else None

@@ -6,17 +6,14 @@ fields are the options a comparison's specializing variants are built with (vari
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 
-import llvmlite.binding as llvm
-from elftools.elf.elffile import ELFFile
-
-from specializer.llvm import emit, module, transforms
+from specializer.llvm import module, transforms
 from specializer.llvm.passes import THRESHOLD_HELP, Pass, option
 from specializer.optimize.callsites import calls_option
+from specializer.optimize.codesizes import code_sizes
 from specializer.optimize.speclog import Specialized, merge
-from specializer.optimize.specialize import CodeSizes, specialize
+from specializer.optimize.specialize import specialize
 from specializer.optimize.state import BuildState
 from specializer.target import TARGET
 
@@ -46,35 +43,6 @@ class Specialize(Pass):
         state.spec = spec
         state.name = state.where = "specialized.ll"
         state.set_text(spec.text)
-
-
-def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = False) -> CodeSizes:
-    """Code bytes and direct calls of every function of `text` after the specializing variants'
-    optimization pipeline (the sizes the budget compares)."""
-    mod = module.parse(text, "scratch.ll")
-    transforms.constprop(mod, threshold, pre_unroll)
-    transforms.optimize(mod, threshold)
-    calls = {}
-    for f in mod.functions:
-        if f.is_declaration:
-            continue
-        callees = set()
-        for b in f.blocks:
-            for i in b.instructions:
-                if i.opcode in ("call", "invoke"):
-                    target = list(i.operands)[-1]
-                    if target.value_kind == llvm.ValueKind.function:
-                        callees.add(target.name)
-        calls[f.name] = sorted(callees)
-    elf = ELFFile(io.BytesIO(emit.emit_object(mod, phase="codegen (sizing clones)")))
-    sizes, data = {}, 0
-    for s in elf.get_section_by_name(".symtab").iter_symbols():
-        if s["st_info"]["type"] == "STT_FUNC":
-            sizes[s.name] = sizes.get(s.name, 0) + s["st_size"]
-        elif s["st_info"]["type"] == "STT_OBJECT" and isinstance(s["st_shndx"], int):
-            if elf.get_section(s["st_shndx"]).name.startswith((".rodata", ".data")):
-                data += s["st_size"]
-    return CodeSizes(sizes, calls, data)
 
 
 def specialize_rounds(text: str, options: Specialize, shapes: dict | None = None,

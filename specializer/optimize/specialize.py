@@ -134,19 +134,23 @@ def _clone_text(m: ModuleText, c: _Clone) -> str:
                       "entry:", *body, "}", ""])
 
 
-def _apply(m: ModuleText, clones: list[_Clone], where: str) -> str:
+def _applied(m: ModuleText, clones: list[_Clone], where: str) -> llvm.ModuleRef:
     lines = list(m.lines)
     for c in clones:
         for call in c.sites:
             lines[call.line] = _rewrite_call(lines[call.line], call, c.name)
     text = ("\n".join(lines) + "\n" + "".join(_data_globals(c) for c in clones)
             + "\n".join(_clone_text(m, c) for c in clones))
-    return str(module.parse(text, where))
+    return module.parse(text, where)
 
 
-def _scratch(text: str, clones: list[_Clone], where: str) -> str:
+def _apply(m: ModuleText, clones: list[_Clone], where: str) -> str:
+    return str(_applied(m, clones, where))
+
+
+def _scratch(m: ModuleText, clones: list[_Clone], where: str) -> str:
     """The module for measuring sizes: clones out of line, specialized callees unspecialized."""
-    mod = module.parse(text, where)
+    mod = _applied(m, clones, where)
     for c in clones:
         mod.get_function(c.name).add_function_attribute("noinline")
     for callee in dict.fromkeys(c.callee for c in clones):
@@ -219,7 +223,7 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
     if (max_growth is not None or flash_budget is not None) and candidates:
         if sizer is None:
             raise ValueError("a size budget needs a sizer")
-        sizes = sizer(_scratch(_apply(m, candidates, where), candidates, where))
+        sizes = sizer(_scratch(m, candidates, where))
         counted: dict[str, set] = {}  # callee -> functions its admitted clones added
         for c in candidates:
             base = sizes.reach(c.callee)
