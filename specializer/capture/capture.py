@@ -22,7 +22,7 @@ import numpy as np
 from specializer.llvm import irtext, module
 from specializer.capture import cmsis_calls, entry, fminmax, hlo_sites, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
 
-from specializer.capture import cmsis_calls_act, imported, layers
+from specializer.capture import cmsis_calls_act, imported, layers, tolerance
 from specializer.errors import UserError
 from specializer.files import write_all
 from specializer.capture.manifest import Manifest, Tensor, flat, np_dtype
@@ -420,7 +420,11 @@ def build_module(workdir: Path, function: str, xla_dots: bool = False,
     finite = [o[np.isfinite(o)] for o in (io[f"out{k}"] for k in range(len(outputs))) if o.dtype.kind == "f"]
     floats = [np.abs(o).max() for o in finite if o.size]
     atol = max([1e-6] + [float(np.float32(m * 0.1)) for m in floats])
-    manifest = Manifest(function, entry_name, inputs, tuple(outputs), weights, meta["versions"], atol=atol)
+    outs = [io[f"out{k}"] for k in range(len(outputs))]
+    outs64 = [io[f"f64_out{k}"] for k in range(len(outputs))] if "f64_out0" in io else None
+    rtol, basis = tolerance.derive(outs, outs64, atol, meta.get("float64", ""))
+    manifest = Manifest(function, entry_name, inputs, tuple(outputs), weights, meta["versions"], atol=atol,
+                        rtol=rtol, rtol_basis=basis)
     return str(linked), manifest, log, hlo_sites.build(dump, calls, source)
 
 

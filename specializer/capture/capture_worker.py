@@ -15,6 +15,7 @@ whose environment and CPU affinity the parent sets. Writes into OUT:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import inspect
@@ -119,6 +120,10 @@ def main(argv: list[str]) -> None:
         (out / "executable.error").write_text(str(e).splitlines()[0] if str(e) else type(e).__name__)
     arrays = {f"arg{i}": a for i, a in enumerate(args)}
     arrays.update({f"out{i}": np.asarray(r) for i, r in enumerate(results)})
+    with _own_dump_aside(out):
+        float64 = _float64_outputs(fn, args, results, path)
+    if isinstance(float64, list):
+        arrays.update({f"f64_out{i}": a for i, a in enumerate(float64)})
     # numpy's .npy format cannot name JAX's own types (bfloat16, float8_*): stored as raw
     # unsigned integers of the same width, the type recorded in io.json
     dtypes = {}
@@ -134,22 +139,50 @@ def main(argv: list[str]) -> None:
         "n_outputs": len(results),
         "versions": {"jax": jax.__version__, "jaxlib": __import__("jaxlib").__version__},
     }
+    if isinstance(float64, str):
+        meta["float64"] = float64  # why there is no float64 run
     (out / "io.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
     ptq = sys.modules.get("specializer.quant.ptq")
     if ptq is not None and isinstance(fn, ptq.QuantizedModel):  # its blocks are the layers
         from specializer.capture import layers
 
-        # the float and int8 runs compile too, and XLA dumps every compile: not into capture's dump
-        dump, aside = out / "dump", out / "dump.capture"
-        if dump.exists():
-            dump.rename(aside)
-        try:
+        with _own_dump_aside(out):  # the float and int8 runs compile too
             found = layers.of_quantized(fn, inputs, weights, f"{path.name}:{name}")
-        finally:
-            shutil.rmtree(dump, ignore_errors=True)
-            if aside.exists():
-                aside.rename(dump)
         (out / layers.FILE_NAME).write_text(found.dumps())
+
+
+@contextlib.contextmanager
+def _own_dump_aside(out: Path):
+    """XLA dumps every compile into out/dump, which the parent reads as the model's: compiles of
+    other runs (float64, per-layer) go into a dump of their own, thrown away."""
+    dump, aside = out / "dump", out / "dump.capture"
+    if dump.exists():
+        dump.rename(aside)
+    try:
+        yield
+    finally:
+        shutil.rmtree(dump, ignore_errors=True)
+        if aside.exists():
+            aside.rename(dump)
+
+
+def _float64_outputs(fn, args: list, results: list, path: Path) -> list | str | None:
+    """The outputs in float64 (float64_run.py) for a model of float32 outputs written in JAX; a
+    phrase when it cannot run; None where it does not apply (integer outputs, or an imported
+    model, whose reference is its format's interpreter)."""
+    if imported.is_model_file(path) or not any(np.asarray(r).dtype == np.float32 for r in results):
+        return None
+    from specializer.capture import float64_run
+
+    try:
+        outs = float64_run.run(fn, args)
+    except float64_run.Unsupported as e:
+        return str(e)
+    except Exception as e:  # a primitive that refuses float64 operands: the default tolerance stands
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".strip()
+    if len(outs) != len(results):
+        return "the float64 run gave another number of outputs"
+    return outs
 
 
 def _user_frame(tb, model: Path) -> traceback.FrameSummary | None:

@@ -55,11 +55,14 @@ class Manifest:
     atol: float = 1e-6
     schema: int = SCHEMA
     vectors: tuple[Vector, ...] = ()
+    rtol_basis: str = ""  # what a tolerance other than the default rests on (tolerance.py)
 
     def dumps(self) -> str:
         raw = asdict(self)
         if not self.vectors:  # a model.json without them reads as before, byte for byte
             del raw["vectors"]
+        if not self.rtol_basis:
+            del raw["rtol_basis"]
         return json.dumps(raw, indent=1, sort_keys=True) + "\n"
 
     @property
@@ -90,7 +93,8 @@ class Manifest:
                             outputs=tensors("outputs"), weights=tensors("weights"),
                             versions=raw.get("versions", {}), rtol=raw.get("rtol", 1e-5),
                             atol=raw.get("atol", 1e-6), schema=raw.get("schema", SCHEMA),
-                            vectors=tuple(_vector(v, raw) for v in raw.get("vectors", ())))
+                            vectors=tuple(_vector(v, raw) for v in raw.get("vectors", ())),
+                            rtol_basis=raw.get("rtol_basis", ""))
         except FileNotFoundError:
             raise UserError(f"{path}: manifest not found (capture writes it next to model.ll)") from None
         except (KeyError, TypeError, ValueError) as e:

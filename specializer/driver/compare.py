@@ -135,7 +135,8 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
     shutil.rmtree(out_dir / ".unroll", ignore_errors=True)
     opts = options.as_dict() | {"method": method, "shape_only": sorted(options.specialize.shape_only)}
     m = model.manifest
-    checked = {} if m is None else {"reference": m.reference, "checked_inputs": m.checked_inputs}
+    checked = {} if m is None else {"reference": m.reference, "checked_inputs": m.checked_inputs,
+                                    "tolerance": m.rtol_basis}
     c = Comparison(model.name, model.kind, tuple(rows), opts, macs.count(model.text) or None, **checked)
     with timing.phase("report"):
         files.write_all([(out_dir / "report.md", report.table(c) + "\n" + report.note(c.reference) + "\n"),

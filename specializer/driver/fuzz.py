@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specializer.capture import float64_run, tolerance
 from specializer.errors import UserError
 
 UNARY_F = ["jnp.exp(jnp.clip({a}, -8.0, 8.0))", "jnp.tanh({a})", "jnp.sin({a})", "jnp.cos({a})",
@@ -217,8 +218,16 @@ def _load(path: Path):
     return mod
 
 
-def reference(fn) -> tuple[list[np.ndarray] | None, str]:
-    """(op-by-op JAX outputs, '') for one program, or (None, why) when jit disagrees with them."""
+@dataclass(frozen=True)
+class Reference:
+    """One program's reference outputs (op-by-op JAX) and the tolerance its floats are judged by."""
+    outputs: list
+    rtol: float = tolerance.DEFAULT_RTOL
+
+
+def reference(fn) -> tuple[Reference | None, str]:
+    """(op-by-op JAX outputs and the program's tolerance, '') for one program, or (None, why) when
+    jit disagrees with them. The tolerance is what float32 costs this program (tolerance.py)."""
     import jax
 
     args = list(fn.example_inputs.values())
@@ -231,15 +240,24 @@ def reference(fn) -> tuple[list[np.ndarray] | None, str]:
                 return None, "jit and op-by-op JAX differ (integer)"
         elif not np.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True):
             return None, "jit and op-by-op JAX differ"
-    return eager, ""
+    try:
+        wide = float64_run.run(fn, args)
+    except Exception:  # noqa: BLE001 - no float64 run (float64_run.Unsupported, a primitive's refusal)
+        wide = None
+    return Reference(eager, tolerance.derive(eager, wide, _atol(eager))[0]), ""
+
+
+def _atol(ref: list[np.ndarray]) -> float:
+    """A tenth of the program's largest finite float magnitude (capture's floor; at least 1e-6)."""
+    floats = [np.abs(r[np.isfinite(r)]).max() for r in ref if r.dtype.kind == "f" and np.isfinite(r).any()]
+    return max([1e-6] + [float(np.float32(m * 0.1)) for m in floats])
 
 
 def matches(got: list[np.ndarray], ref: list[np.ndarray], rtol: float = 1e-5) -> bool:
     """The harness's rule (measure.errors) for one program's outputs: integers exactly; floats
     NaN/inf in place, finite values within rtol of max(|ref|, a tenth of the program's largest
     finite float magnitude)."""
-    floats = [np.abs(r[np.isfinite(r)]).max() for r in ref if r.dtype.kind == "f" and np.isfinite(r).any()]
-    atol = max([1e-6] + [float(np.float32(m * 0.1)) for m in floats])
+    atol = _atol(ref)
     for g, r in zip(got, ref):
         if g.shape != r.shape:
             return False
@@ -280,7 +298,7 @@ def _refused(e: UserError) -> bool:
     return text.startswith("unsupported op") or text.startswith("capture of") and " failed: " in text
 
 
-def run_variants(seeds: list[int], refs: dict[int, list[np.ndarray]], model, work: Path,
+def run_variants(seeds: list[int], refs: dict[int, Reference], model, work: Path,
                  options) -> dict[int, Outcome]:
     """Every variant of the captured batch on QEMU; per program: pass, or mismatch naming the
     variants whose outputs for it differ from op-by-op JAX. Raises what a build or run raises."""
@@ -292,8 +310,8 @@ def run_variants(seeds: list[int], refs: dict[int, list[np.ndarray]], model, wor
     context = BuildContext.default()
     spans, k = {}, 0
     for s in seeds:
-        spans[s] = (k, k + len(refs[s]))
-        k += len(refs[s])
+        spans[s] = (k, k + len(refs[s].outputs))
+        k += len(refs[s].outputs)
     if k != len(model.manifest.outputs):
         raise UserError(f"capture wrote {len(model.manifest.outputs)} outputs for {k} program outputs")
     bad: dict[int, list[str]] = {s: [] for s in seeds}
@@ -303,7 +321,7 @@ def run_variants(seeds: list[int], refs: dict[int, list[np.ndarray]], model, wor
         got = measure.read_outputs(c.measured.result.stdout, model.manifest)
         for s in seeds:
             lo, hi = spans[s]
-            if not matches(got[lo:hi], refs[s], model.manifest.rtol):
+            if not matches(got[lo:hi], refs[s].outputs, refs[s].rtol):
                 bad[s].append(v)
     return {s: Outcome(s, "mismatch" if bad[s] else "pass", ", ".join(bad[s])) for s in seeds}
 

@@ -100,6 +100,7 @@ class Comparison:
     macs: int | None = None  # multiply-accumulates of the model's dot/conv kernels (macs.py)
     reference: str = "JAX"  # whose outputs every run is checked against (Manifest.reference)
     checked_inputs: int = 1  # on how many inputs (Manifest.checked_inputs)
+    tolerance: str = ""  # what a tolerance other than the default rests on (Manifest.rtol_basis)
 
     def per_mac(self, r: VariantRow) -> float | None:
         """est. cycles per multiply-accumulate."""
@@ -142,6 +143,8 @@ class Comparison:
         pair = {k: (asdict(v) if v else None) for k, v in self.pair().items()}
         checked = {} if (self.reference, self.checked_inputs) == ("JAX", 1) else {  # JAX's: as before
             "reference": self.reference, "checked_inputs": self.checked_inputs}
+        if self.tolerance:
+            checked["tolerance"] = self.tolerance
         return {"model": self.model, "kind": self.kind, "options": self.options, "baseline": BASELINE,
                 "macs": self.macs, **checked,
                 "variants": rows, "all_args_vs_dims": pair}
@@ -160,7 +163,7 @@ class Comparison:
             err = None if within is None else (0.0 if within else float("inf"))
             rows.append(VariantRow(**row, max_abs_err=err, max_rel_err=err))
         return cls(d["model"], d["kind"], tuple(rows), d.get("options", {}), d.get("macs"),
-                   d.get("reference", "JAX"), d.get("checked_inputs", 1))
+                   d.get("reference", "JAX"), d.get("checked_inputs", 1), d.get("tolerance", ""))
 
 
 def _fmt_delta(d: Delta | None) -> str:
@@ -235,7 +238,8 @@ def table(c: Comparison, title: bool = True) -> str:
     err = _by_variant(c, _err)
     if err:
         on = f" on {c.checked_inputs} inputs" if c.checked_inputs > 1 else ""
-        notes.append(f"rel err against {c.reference}{on}: {err}")
+        basis = f" (tolerance: {c.tolerance})" if c.tolerance else ""
+        notes.append(f"rel err against {c.reference}{on}: {err}{basis}")
     clones = _by_variant(c, lambda r: None if r.clones is None else f"{r.clones} ({r.refused} refused)")
     if clones:
         notes.append(f"clones: {clones}")
