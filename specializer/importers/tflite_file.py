@@ -6,6 +6,7 @@ Every refusal is one line naming the file and, for an operator, its index in the
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,13 @@ OPTIONS = {
     "SOFTMAX": ("SoftmaxOptions", ("beta",)),
     "RESHAPE": (None, ()),
 }
+
+# the highest version TFLite defines of each op the reader takes (LiteRT's
+# tflite/converter/tools/versioning/runtime_version.cc and op_version.cc, which succeed
+# tensorflow/lite/tools/versioning): a higher one is an op whose meaning the reader cannot know
+MAX_VERSIONS = {"CONV_2D": 8, "DEPTHWISE_CONV_2D": 7, "FULLY_CONNECTED": 14, "AVERAGE_POOL_2D": 3, "ADD": 6,
+                "SOFTMAX": 4, "RESHAPE": 1}
+INT8_RANGE = (-128, 127)
 
 
 @dataclass(frozen=True)
@@ -91,11 +99,16 @@ def refuse_op(path: Path, op: OpRecord, what: str) -> Refused:
 def read_graph(path: Path) -> GraphRecord:
     path = Path(path)
     raw = files.read_bytes(path)
-    if len(raw) < 8 or not schema.Model.ModelBufferHasIdentifier(raw, 0):
+    if len(raw) < 8:  # the root table's offset and the file identifier
+        raise UserError(f"{path.name}: not a TFLite flatbuffer ({len(raw)} bytes; its header alone is 8)")
+    if not schema.Model.ModelBufferHasIdentifier(raw, 0):
         raise UserError(f"{path.name}: not a TFLite flatbuffer (no 'TFL3' file identifier)")
     try:
         model = schema.ModelT.InitFromPackedBuf(raw, 0)
-    except Exception as e:  # a damaged file: offsets that lead outside it
+    except struct.error:  # flatbuffers' reads past the end of the bytes: a cut file, or a wild offset
+        raise UserError(f"{path.name}: truncated or damaged flatbuffer: a table or vector lies past the end of "
+                        f"its {len(raw)} bytes") from None
+    except Exception as e:  # a damaged file: offsets that lead elsewhere
         raise UserError(f"{path.name}: damaged flatbuffer ({type(e).__name__}: {e})") from None
     return _graph(path, model)
 
@@ -113,8 +126,14 @@ def _graph(path: Path, model) -> GraphRecord:
     return g
 
 
-def _damaged(path: Path, what: str) -> UserError:
-    return UserError(f"{path.name}: damaged flatbuffer ({what})")
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _out_of_range(indices, lowest: int, n: int) -> str | None:
+    """'input 1 is tensor 40, out of range (...)' for the first index outside [lowest, n), else None."""
+    k = next((k for k, i in enumerate(indices) if not lowest <= i < n), None)
+    return None if k is None else f"{k} is tensor {indices[k]}, out of range (the graph has {_count(n, 'tensor')})"
 
 
 def _check_indices(g: GraphRecord) -> None:
@@ -122,14 +141,18 @@ def _check_indices(g: GraphRecord) -> None:
     and every operator writes one: a damaged file is one line here, not an IndexError later."""
     n = len(g.tensors)
     for kind, indices in (("input", g.inputs), ("output", g.outputs)):
-        bad = [i for i in indices if not 0 <= i < n]
-        if bad or not indices:
-            raise _damaged(g.path, f"graph {kind} tensor {bad[0] if bad else 'missing'}; it has {n} tensors")
+        if not indices:
+            raise UserError(f"{g.path.name}: the subgraph has no {kind}s")
+        bad = _out_of_range(indices, 0, n)
+        if bad:
+            raise UserError(f"{g.path.name}: subgraph {kind} {bad}")
     for op in g.ops:
-        bad = [i for i in op.inputs if not -1 <= i < n] + [i for i in op.outputs if not 0 <= i < n]
-        if bad or not op.outputs:
-            raise _damaged(g.path, f"operator {op.index} ({op.name}) names tensor "
-                                   f"{bad[0] if bad else '(no output)'}; the graph has {n} tensors")
+        if not op.outputs:
+            raise refuse_op(g.path, op, "has no output")
+        for kind, indices, lowest in (("input", op.inputs, -1), ("output", op.outputs, 0)):
+            bad = _out_of_range(indices, lowest, n)
+            if bad:
+                raise refuse_op(g.path, op, f"{kind} {bad}")
 
 
 def _ints(values) -> tuple[int, ...]:
@@ -147,21 +170,12 @@ def _tensor(path: Path, model, t, index: int) -> TensorRecord:
     where = f"{path.name}: tensor {index} ('{name}')"
     if t.sparsity is not None:
         raise Refused(f"{where}: sparse tensors are not supported")
-    q = t.quantization
-    quant = None
-    if q is not None and q.scale is not None and len(q.scale):
-        if q.detailsType != 0:
-            raise Refused(f"{where}: quantization details of kind {q.detailsType} are not supported")
-        scales = tuple(float(s) for s in np.asarray(q.scale, np.float32))
-        if not all(np.isfinite(s) and s > 0 for s in scales):
-            raise Refused(f"{where}: quantization scale {next(s for s in scales if not (np.isfinite(s) and s > 0))!r} "
-                          "is not a positive finite number")
-        zps = _ints(q.zeroPoint) if q.zeroPoint is not None and len(q.zeroPoint) else (0,) * len(scales)
-        quant = Quant(scales, zps, int(q.quantizedDimension))
-    if not 0 <= t.buffer < max(len(model.buffers or []), 1):
-        raise _damaged(path, f"tensor {index} names buffer {t.buffer}; the file has {len(model.buffers or [])}")
+    quant = _quant(where, t.quantization, shape, type_name)
+    n_buffers = len(model.buffers or [])
+    if not 0 <= t.buffer < max(n_buffers, 1):  # buffer 0 is "no data", whether or not the file has it
+        raise UserError(f"{where}: buffer {t.buffer} is out of range (the file has {_count(n_buffers, 'buffer')})")
     if any(d < 0 for d in shape) and t.buffer:
-        raise _damaged(path, f"tensor {index} is a constant of shape {list(shape)}")
+        raise UserError(f"{where}: a constant of shape {list(shape)} (a negative dimension)")
     buf = model.buffers[t.buffer] if t.buffer else None
     if t.externalBuffer or (buf is not None and buf.offset > 1):
         raise Refused(f"{where}: data stored outside the flatbuffer is not supported")
@@ -171,16 +185,47 @@ def _tensor(path: Path, model, t, index: int) -> TensorRecord:
             raise Refused(f"{where}: constant of type {type_name} is not supported")
         raw = np.asarray(buf.data, np.uint8).tobytes()
         dtype = DTYPES[type_name]
-        if len(raw) != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
-            raise _damaged(path, f"tensor {index}: {len(raw)} bytes of data for {type_name}{list(shape)}")
+        size = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        if len(raw) != size:  # TFLite would read past it, or leave part of it unread: a damaged file
+            raise UserError(f"{where}: {len(raw)} bytes of data, but {type_name}{list(shape)} takes {size}")
         data = np.frombuffer(raw, dtype).reshape(shape)
     return TensorRecord(index, name, shape, type_name, quant, data)
 
 
+def _quant(where: str, q, shape: tuple[int, ...], type_name: str) -> Quant | None:
+    """A tensor's quantization, checked as TFLite's interpreter checks it when it loads a model:
+    positive finite scales, a zero point for each, per channel one scale for each slice of the
+    quantized dimension; and an int8 tensor's zero points inside int8."""
+    if q is None or q.scale is None or not len(q.scale):
+        return None
+    if q.detailsType != 0:
+        raise Refused(f"{where}: quantization details of kind {q.detailsType} are not supported")
+    scales = tuple(float(s) for s in np.asarray(q.scale, np.float32))
+    bad = next((s for s in scales if not (np.isfinite(s) and s > 0)), None)
+    if bad is not None:
+        raise Refused(f"{where}: quantization scale {bad!r} is not a positive finite number")
+    zps = _ints(q.zeroPoint) if q.zeroPoint is not None and len(q.zeroPoint) else (0,) * len(scales)
+    if len(zps) != len(scales):
+        raise UserError(f"{where}: {_count(len(scales), 'scale')} but {_count(len(zps), 'zero point')}")
+    lo, hi = INT8_RANGE
+    if type_name == "INT8" and any(not lo <= z <= hi for z in zps):
+        raise UserError(f"{where}: zero point {next(z for z in zps if not lo <= z <= hi)} is outside int8's "
+                        f"[{lo}, {hi}]")
+    axis = int(q.quantizedDimension)
+    if len(scales) > 1:  # per channel: the axis is one of the shape's, and one scale per slice
+        if not 0 <= axis < len(shape):
+            raise UserError(f"{where}: quantized dimension {axis} is outside its shape {list(shape)}")
+        if len(scales) != shape[axis]:
+            raise UserError(f"{where}: {len(scales)} scales along dimension {axis} of {list(shape)}; per "
+                            f"channel it takes {shape[axis]}")
+    return Quant(scales, zps, axis)
+
+
 def _op(path: Path, model, op, index: int) -> OpRecord:
-    if not 0 <= op.opcodeIndex < len(model.operatorCodes or []):
-        raise _damaged(path, f"operator {index} has opcode index {op.opcodeIndex}; the file has "
-                             f"{len(model.operatorCodes or [])}")
+    n_codes = len(model.operatorCodes or [])
+    if not 0 <= op.opcodeIndex < n_codes:
+        raise UserError(f"{path.name}: operator {index}: opcode index {op.opcodeIndex} is out of range "
+                        f"(the file has {_count(n_codes, 'operator code')})")
     code = model.operatorCodes[op.opcodeIndex]
     # TFLite's GetBuiltinCode: files from before the opcode was widened keep it in the deprecated byte
     builtin = get_builtin_code_from_operator_code(code)
@@ -190,6 +235,9 @@ def _op(path: Path, model, op, index: int) -> OpRecord:
     record = OpRecord(index, name, _ints(op.inputs), _ints(op.outputs))
     if name not in OPTIONS:
         raise refuse_op(path, record, f"not supported (the reader supports {', '.join(OPTIONS)})")
+    if not 1 <= code.version <= MAX_VERSIONS[name]:  # a newer TFLite's op: its semantics are unknown here
+        raise refuse_op(path, record, f"version {code.version} is unknown (TFLite defines versions "
+                                      f"1-{MAX_VERSIONS[name]} of {name})")
     table, fields = OPTIONS[name]
     if table is None:
         return record

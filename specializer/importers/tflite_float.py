@@ -10,7 +10,8 @@ from jax import lax
 
 from specializer.importers.tflite_file import ACTIVATION_NAMES, TensorRecord
 from specializer.importers.tflite_layer import (Layer, OpContext, check_dense_options, filter_and_bias, nhwc,
-                                                padding, pool_window, reshape, second_input, stride_dilation)
+                                                nhwc_out, padding, pool_window, reshape, second_input,
+                                                stride_dilation)
 
 _ACTIVATIONS = {"NONE": lambda v: v, "RELU": lambda v: jnp.maximum(v, 0.0),
                 "RELU6": lambda v: jnp.clip(v, 0.0, 6.0), "RELU_N1_TO_1": lambda v: jnp.clip(v, -1.0, 1.0)}
@@ -43,6 +44,7 @@ def conv(c: OpContext, x: TensorRecord, depthwise: bool = False) -> Layer:
             raise c.refuse(f"filter {w.shape} does not match input {x.shape} with depth multiplier {mult}")
     elif w.shape[3] != x.shape[3]:
         raise c.refuse(f"grouped convolution (input {x.shape}, filter {w.shape}) is not supported")
+    nhwc_out(c, x, w.shape[3 if depthwise else 0], f"the filter {w.shape}")
     stride, dilation = stride_dilation(c)
     pad = padding(c, x.shape[1:3], w.shape[1:3], stride, dilation, c.out.shape[1:3])
     act = activation(c)
@@ -72,6 +74,7 @@ def dense(c: OpContext, x: TensorRecord) -> Layer:
 
 def avg_pool(c: OpContext, x: TensorRecord) -> Layer:
     nhwc(c, x)
+    nhwc_out(c, x, x.shape[3], f"the input {x.shape}")
     stride, window = pool_window(c)
     pad = padding(c, x.shape[1:3], window, stride, (1, 1), c.out.shape[1:3])
     act = activation(c)

@@ -21,7 +21,8 @@ import numpy as np
 
 from specializer.importers.tflite_file import ACTIVATION_NAMES, TensorRecord
 from specializer.importers.tflite_layer import (Layer, OpContext, Pair, check_dense_options, filter_and_bias, nhwc,
-                                                padding, pool_window, reshape, second_input, stride_dilation)
+                                                nhwc_out, padding, pool_window, reshape, second_input,
+                                                stride_dilation)
 from specializer.quant import blocks
 from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import QuantizeError
@@ -109,6 +110,7 @@ def conv(c: OpContext, x: TensorRecord) -> Layer:
     nhwc(c, x)
     if x.shape[3] != cin:
         raise c.refuse(f"grouped convolution (input {x.shape}, filter {w.shape}) is not supported")
+    nhwc_out(c, x, cout, f"the filter {w.shape}")
     stride, dilation = stride_dilation(c)
     pad = padding(c, x.shape[1:3], (kh, kw), stride, dilation, c.out.shape[1:3])
     mults, shifts = _conv_multipliers(in_s, _weight_scales(c, w, 0, cout), out_s)
@@ -126,6 +128,7 @@ def depthwise(c: OpContext, x: TensorRecord) -> Layer:
     nhwc(c, x)
     if w.shape[0] != 1 or cout != x.shape[3] * mult:
         raise c.refuse(f"filter {w.shape} does not match input {x.shape} with depth multiplier {mult}")
+    nhwc_out(c, x, cout, f"the filter {w.shape}")
     stride, dilation = stride_dilation(c)
     pad = padding(c, x.shape[1:3], (kh, kw), stride, dilation, c.out.shape[1:3])
     mults, shifts = _conv_multipliers(in_s, _weight_scales(c, w, 3, cout), out_s)
@@ -162,6 +165,7 @@ def avg_pool(c: OpContext, x: TensorRecord) -> Layer:
     _, _, out_s, out_zp = _io(c, x)
     same_quant(c, x, "TFLite's int8 average pool does not rescale")
     nhwc(c, x)
+    nhwc_out(c, x, x.shape[3], f"the input {x.shape}")
     stride, window = pool_window(c)
     pad = padding(c, x.shape[1:3], window, stride, (1, 1), c.out.shape[1:3])
     p = PoolParams(kind="avg", input_dims=x.shape, filter=window, output_dims=c.out.shape, stride=stride,

@@ -56,6 +56,9 @@ def filter_and_bias(c: OpContext, dtype: str, bias_dtype: str, out_axis: int) ->
     w = c.tensor(1)
     if w is None:
         raise c.refuse("has no filter")
+    rank = 2 if c.op.name == "FULLY_CONNECTED" else 4  # [out, in]; OHWI, or [1, H, W, C * multiplier]
+    if len(w.shape) != rank:
+        raise c.refuse(f"filter {w.shape} is not {rank}-D")
     names = [c.constant(1, "w", dtype)]
     b = c.tensor(2)
     if b is not None:
@@ -68,6 +71,16 @@ def filter_and_bias(c: OpContext, dtype: str, bias_dtype: str, out_axis: int) ->
 def nhwc(c: OpContext, x: TensorRecord) -> None:
     if len(x.shape) != 4:
         raise c.refuse(f"input {x.shape} is not NHWC")
+
+
+def nhwc_out(c: OpContext, x: TensorRecord, channels: int, source: str) -> None:
+    """The output is NHWC, of the input's batch and of the channels `source` makes (padding()
+    checks its height and width): a file whose output shape disagrees is refused, not trusted."""
+    o = c.out.shape
+    if len(o) != 4 or o[0] != x.shape[0]:
+        raise c.refuse(f"output {o} is not NHWC of the input's batch {x.shape[0]}")
+    if o[3] != channels:
+        raise c.refuse(f"output {o} has {o[3]} channels; {source} makes {channels}")
 
 
 def stride_dilation(c: OpContext) -> tuple[Pair, Pair]:
