@@ -27,6 +27,9 @@ DTYPES = {onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.INT8: "int8", onnx
           onnx.TensorProto.INT16: "int16", onnx.TensorProto.UINT16: "uint16"}
 
 
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
 def type_name(code: int) -> str:
     if code in DTYPES:
         return DTYPES[code]
@@ -99,6 +102,7 @@ def read_graph(path: Path) -> OnnxGraph:
         if t.data_location == onnx.TensorProto.EXTERNAL:
             raise Refused(f"{path.name}: initializer '{t.name}' keeps its data in an external file; "
                           "save the model with its data inside (onnx.save_model(..., save_as_external_data=False))")
+    _check_structure(path, model)
     try:
         onnx.checker.check_model(model)
     except Exception as e:  # ValidationError, and the checker's own failures on a damaged graph
@@ -109,6 +113,72 @@ def read_graph(path: Path) -> OnnxGraph:
     except Exception as e:
         raise UserError(f"{path.name}: invalid ONNX model (shape inference: {_first_line(e)})") from None
     return _graph(path, model)
+
+
+def _check_structure(path: Path, model) -> None:
+    """What onnx.checker misses or words without naming the node: an opset newer than the
+    installed onnx knows, a node of another domain, an initializer's data of another size than
+    its dims, a node input that no graph input, initializer or earlier node gives, graph outputs
+    missing or written by no node."""
+    _check_opset(path, model)
+    for t in model.graph.initializer:
+        _check_data_size(path, t)
+    g = model.graph
+    known = {v.name for v in g.input} | {t.name for t in g.initializer}
+    writer = {out: k for k, n in enumerate(g.node) for out in n.output}
+    for k, n in enumerate(g.node):
+        where = NodeRecord(k, n.op_type if n.domain in DEFAULT_DOMAINS else f"{n.domain}:{n.op_type}", n.name,
+                           (), ()).where()
+        if n.domain not in DEFAULT_DOMAINS:
+            raise Refused(f"{path.name}: {where}: domain '{n.domain}' is not supported (the reader takes the "
+                          "default ONNX domain only)")
+        for i, name in enumerate(n.input):
+            if name and name not in known:
+                later = writer.get(name)
+                why = ("is no graph input, initializer or node output" if later is None else
+                       "is the node's own output" if later == k else
+                       f"is written by a later node (node {later}); nodes must be in topological order")
+                raise UserError(f"{path.name}: {where}: input {i} '{name}' {why}")
+        known.update(n.output)
+    if not g.output:
+        raise UserError(f"{path.name}: the graph has no outputs")
+    for o in g.output:
+        if o.name not in known:
+            raise UserError(f"{path.name}: graph output '{o.name}' is written by no node")
+
+
+def _check_opset(path: Path, model) -> None:
+    """The default domain's opset is one the installed onnx defines: its checker and shape
+    inference take a newer one for the newest they know, so its ops' meaning would be guessed."""
+    newest = onnx.defs.onnx_opset_version()
+    for o in model.opset_import:
+        if o.domain in DEFAULT_DOMAINS and o.version > newest:
+            raise UserError(f"{path.name}: opset {o.version} of the default domain is unknown (onnx "
+                            f"{onnx.__version__} defines opsets up to {newest})")
+
+
+# TensorProto's typed field for each element type the reader holds (int8 to uint16 one value each)
+_FIELDS = {onnx.TensorProto.FLOAT: "float_data", onnx.TensorProto.DOUBLE: "double_data",
+           onnx.TensorProto.INT64: "int64_data", **{t: "int32_data" for t in (
+               onnx.TensorProto.INT32, onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.INT16,
+               onnx.TensorProto.UINT16, onnx.TensorProto.BOOL, onnx.TensorProto.FLOAT16)}}
+
+
+def _check_data_size(path: Path, t) -> None:
+    """An initializer holds exactly the values its dims ask for (the checker only sees raw data
+    that is too short; numpy would fail on the rest with its own words)."""
+    if t.data_type not in _FIELDS or any(d < 0 for d in t.dims):  # other types: to_array's check
+        return
+    count = int(np.prod(t.dims, dtype=np.int64))
+    what = f"{DTYPES[t.data_type]}{list(t.dims)}"
+    if t.HasField("raw_data"):
+        size = count * np.dtype(DTYPES[t.data_type]).itemsize
+        if len(t.raw_data) != size:
+            raise UserError(f"{path.name}: initializer '{t.name}': {len(t.raw_data)} bytes of raw data, but "
+                            f"{what} takes {size}")
+    elif len(getattr(t, _FIELDS[t.data_type])) != count:
+        raise UserError(f"{path.name}: initializer '{t.name}': {len(getattr(t, _FIELDS[t.data_type]))} values, "
+                        f"but {what} takes {count}")
 
 
 def _fix_batch(path: Path, model) -> None:
@@ -180,7 +250,7 @@ def _constant(path: Path, node: NodeRecord) -> np.ndarray:
 
 def _graph(path: Path, model) -> OnnxGraph:
     g = model.graph
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    opset = next((o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS), 0)
     values: dict[str, ValueRecord] = {}
     for v in [*g.value_info, *g.input, *g.output]:
         r = _value(path, v)
@@ -192,7 +262,7 @@ def _graph(path: Path, model) -> OnnxGraph:
     inits = {t.name for t in g.initializer}
     nodes = []
     for index, n in enumerate(g.node):
-        op = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}:{n.op_type}"
+        op = n.op_type if n.domain in DEFAULT_DOMAINS else f"{n.domain}:{n.op_type}"
         rec = NodeRecord(index, op, n.name, tuple(n.input), tuple(n.output), _attrs(path, n))
         if op == "Constant" and len(rec.outputs) == 1:
             data = _constant(path, rec)

@@ -50,8 +50,9 @@ def _scale_zp(c: NodeContext, what: str, per_tensor: bool = True) -> tuple[np.nd
     s = np.asarray(c.const(1, "the scale"))
     if s.dtype != np.float32:
         raise c.refuse(f"scale of type {s.dtype} (the reader takes float32)")
-    if not np.all(np.isfinite(s) & (s > 0)):
-        raise c.refuse("a scale that is not a positive finite number")
+    bad = s.reshape(-1)[~(np.isfinite(s) & (s > 0)).reshape(-1)]
+    if bad.size:
+        raise c.refuse(f"scale {float(bad[0])!r} is not a positive finite number")
     zp = np.asarray(c.const(2, "the zero point")) if c.present(2) else None
     if zp is None:
         raise c.refuse("no zero point (uint8 by default): the reader takes int8 QDQ only")
@@ -95,7 +96,8 @@ def dequantize_linear(c: NodeContext) -> None:
             raise c.refuse(f"a constant of type {q.dtype} (the reader takes int8 weights and int32 biases)")
         s, zp, axis = _scale_zp(c, "a constant", per_tensor=False)
         if s.size > 1 and not -q.ndim <= axis < q.ndim or s.size not in (1, q.shape[axis % max(q.ndim, 1)]):
-            raise c.refuse(f"{s.size} scales along axis {axis} of a constant of shape {list(q.shape)}")
+            raise c.refuse(f"{s.size} scales along axis {axis} of a constant of shape {list(q.shape)} (it takes 1, "
+                           f"or one per channel: {q.shape[axis] if -q.ndim <= axis < q.ndim else 'no such axis'})")
         c.b.deq_consts[c.node.outputs[0]] = DeqConst(q, s, zp, axis % max(q.ndim, 1))
         return
     x = c.act(0)
