@@ -47,7 +47,7 @@ def small_int8(rng) -> bytes:
     w1 = const(rand8(rng, (6, 3, 3, 2), -127), ws1, 0, "w1")
     b1 = const(rng.integers(-800, 800, 6).astype(np.int32), in_s * ws1, 0, "b1")
     w2 = const(rand8(rng, (1, 3, 3, 6), -127), ws2, 3, "w2")
-    b2 = const(rng.integers(-800, 800, 6).astype(np.int32), s1 * ws2, 3, "b2")
+    b2 = const(rng.integers(-800, 800, 6).astype(np.int32), s1 * ws2, 0, "b2")  # a bias is 1-D: axis 0
     w3 = const(rand8(rng, (5, 6), -127), ws3, None, "w3")
     b3 = const(rng.integers(-300, 300, 5).astype(np.int32), s2 * ws3, None, "b3")
     po = fb.Pool2DOptionsT()
