@@ -323,7 +323,13 @@ def run_variants(seeds: list[int], refs: dict[int, Reference], model, work: Path
             lo, hi = spans[s]
             if not matches(got[lo:hi], refs[s].outputs, refs[s].rtol):
                 bad[s].append(v)
-    return {s: Outcome(s, "mismatch" if bad[s] else "pass", ", ".join(bad[s])) for s in seeds}
+    return {s: Outcome(s, "mismatch" if bad[s] else "pass", _detail(bad[s], refs[s].rtol)) for s in seeds}
+
+
+def _detail(bad: list[str], rtol: float) -> str:
+    """The variants that differ; and a tolerance other than the default, which the log keeps."""
+    wider = f"tolerance {rtol:g}" if rtol != tolerance.DEFAULT_RTOL else ""
+    return "; ".join(x for x in (", ".join(bad), wider) if x)
 
 
 def check(seeds: list[int] | int, work: Path, unroll_threshold: int | None = None) -> dict[int, Outcome]:
