@@ -11,10 +11,13 @@ from specializer.capture import float64_run, tolerance
 from specializer.driver import fuzz
 
 
-def _amplifying(x, w):
-    """Ten steps through log, sqrt, a division and a cube (float32 rounding grows at every step),
-    then a convolution: the float32 result is ~3e-6 off the float64 one, relative to a tenth of
-    the largest output."""
+MODEL = '''
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+
+def amplifying(x, w):
     def step(h, row):
         h = (jnp.log(jnp.abs(h) + 2.0) * 1.8) ** 3 / (jnp.sqrt(jnp.abs(row)) + 0.3) - 2.0
         return h, h
@@ -24,8 +27,18 @@ def _amplifying(x, w):
     return y - jnp.mean(y)
 
 
+rng = np.random.default_rng(3)
+amplifying.example_inputs = {"x": rng.normal(size=(10, 8)).astype(np.float32)}
+amplifying.weights = {"w": rng.normal(size=(3, 3, 1, 4)).astype(np.float32)}
+'''
+
+# ten steps through log, sqrt, a division and a cube (float32 rounding grows at every step), then
+# a convolution: float32 is ~3e-6 off float64, relative to a tenth of the largest output
+_NS: dict = {}
+exec(MODEL, _NS)
+_amplifying = _NS["amplifying"]
+ARGS = [_amplifying.example_inputs["x"], _amplifying.weights["w"]]
 RNG = np.random.default_rng(3)
-ARGS = [RNG.normal(size=(10, 8)).astype(np.float32), RNG.normal(size=(3, 3, 1, 4)).astype(np.float32)]
 
 
 def _atol(outs):
@@ -96,27 +109,6 @@ def test_one_flipped_bit_in_one_output_still_fails_under_the_wider_tolerance():
         flat[int(np.argmax(np.abs(ref[0]).reshape(-1)))] ^= np.uint32(1 << bit)
         assert not fuzz.matches([got], ref, rtol), bit
 
-
-MODEL = '''
-import jax.numpy as jnp
-import numpy as np
-from jax import lax
-
-
-def amplifying(x, w):
-    def step(h, row):
-        h = (jnp.log(jnp.abs(h) + 2.0) * 1.8) ** 3 / (jnp.sqrt(jnp.abs(row)) + 0.3) - 2.0
-        return h, h
-    _, hs = lax.scan(step, jnp.full((8,), 0.5, jnp.float32), x)
-    y = lax.conv_general_dilated(hs.reshape(1, 10, 8, 1), w, (1, 1), "SAME",
-                                 dimension_numbers=("NHWC", "HWIO", "NHWC"))
-    return y - jnp.mean(y)
-
-
-rng = np.random.default_rng(3)
-amplifying.example_inputs = {"x": rng.normal(size=(10, 8)).astype(np.float32)}
-amplifying.weights = {"w": rng.normal(size=(3, 3, 1, 4)).astype(np.float32)}
-'''
 
 
 def test_capture_records_the_tolerance_every_variant_passes_and_a_flipped_bit_fails(tmp_path):
