@@ -37,7 +37,8 @@ def test_tasks_give_the_same_results_on_the_cluster_and_locally(scheduler):
 
 def test_an_unreachable_scheduler_is_one_line():
     with pytest.raises(UserError, match="^cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
-        list(campaign.run(fuzz.program, [1], scheduler="tcp://127.0.0.1:9"))
+        # 2 s: Dask retries a refused connection until the timeout (30 s by default)
+        list(campaign.run(fuzz.program, [1], scheduler="tcp://127.0.0.1:9", connect_seconds=2))
 
 
 @pytest.mark.slow

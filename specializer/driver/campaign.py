@@ -20,11 +20,15 @@ from typing import Callable, Iterator
 from specializer.errors import UserError
 
 
-def run(task: Callable, items: list, *, scheduler: str | None = None, jobs: int = 1) -> Iterator[tuple[int, object]]:
+CONNECT_SECONDS = 30.0  # Dask retries a refused connection until then
+
+
+def run(task: Callable, items: list, *, scheduler: str | None = None, jobs: int = 1,
+        connect_seconds: float = CONNECT_SECONDS) -> Iterator[tuple[int, object]]:
     """(index, task(item)) for every item, in the order they finish: on the Dask cluster at
     `scheduler` (tcp://host:port), else `jobs` local processes (1: in this process, in order)."""
     if scheduler:
-        yield from _on_cluster(task, items, scheduler)
+        yield from _on_cluster(task, items, scheduler, connect_seconds)
     elif jobs <= 1:
         for i, item in enumerate(items):
             yield i, task(item)
@@ -35,13 +39,13 @@ def run(task: Callable, items: list, *, scheduler: str | None = None, jobs: int 
                 yield futures[f], f.result()
 
 
-def _on_cluster(task: Callable, items: list, scheduler: str) -> Iterator[tuple[int, object]]:
+def _on_cluster(task: Callable, items: list, scheduler: str, connect_seconds: float) -> Iterator[tuple[int, object]]:
     try:
         from distributed import Client, as_completed as done_first
     except ImportError:
         raise UserError("--scheduler needs Dask's 'distributed' package: pip install 'specializer[cluster]'") from None
     try:
-        client = Client(scheduler, timeout=30)
+        client = Client(scheduler, timeout=connect_seconds)
     except (OSError, TimeoutError) as e:
         raise UserError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
     with client:
