@@ -1,4 +1,5 @@
-/* libjit f32 kernels for the operations XLA leaves to its runtime: dots and convolutions.
+/* libjit f32 kernels for the operations XLA leaves to its runtime: dots and convolutions
+ * (transposed ones included).
  *
  * Calls to these are emitted by capture. ABI: outputs first, every pointer at least 4-byte
  * aligned, every integer argument an int32_t. Buffers never overlap.
@@ -33,6 +34,24 @@ void libjit_conv2d_f32(float *out, const float *in, const float *filter, float *
                        int32_t out_w, int32_t out_c, int32_t k_h, int32_t k_w, int32_t stride_h,
                        int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dil_h,
                        int32_t dil_w, int32_t groups);
+
+/* 2-D convolution of a dilated input: XLA's form of a transposed convolution. As
+ * libjit_conv2d_f32, but the input is read as if b_h-1 / b_w-1 zeros stood between its rows /
+ * columns (base dilation bdil_h, bdil_w), and the filter's rows / columns are taken in reverse
+ * when bit 0 / bit 1 of reverse is set (window reversal):
+ *   out[b][y][x][o] = sum over ky, kx, ci with p = y*stride_h - pad_top + ky*dil_h and
+ *                     q = x*stride_w - pad_left + kx*dil_w multiples of bdil_h, bdil_w inside
+ *                     the dilated input of in[b][p/bdil_h][q/bdil_w][g*cin_g + ci]
+ *                                         * filter[ky'][kx'][ci][o]
+ * with ky' = k_h-1-ky under row reversal (else ky), kx' likewise. Padding may be negative
+ * (taps before the input are skipped). Only taps on real input pixels are multiplied; no
+ * scratch. */
+void libjit_conv_transpose2d_f32(float *out, const float *in, const float *filter, int32_t batch,
+                                 int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
+                                 int32_t out_w, int32_t out_c, int32_t k_h, int32_t k_w,
+                                 int32_t stride_h, int32_t stride_w, int32_t pad_top,
+                                 int32_t pad_left, int32_t dil_h, int32_t dil_w, int32_t groups,
+                                 int32_t bdil_h, int32_t bdil_w, int32_t reverse);
 
 /* Scratch floats for libjit_conv2d_f32: out_w * k_h * k_w * cin_g, cin_g = in_c / groups. */
 #define LIBJIT_CONV2D_SCRATCH_FLOATS(out_w, k_h, k_w, cin_g) \

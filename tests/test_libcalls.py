@@ -101,19 +101,19 @@ def test_transposed_operands_and_batch_dims():
                            {"lhs_contracting": (1,), "rhs_contracting": (0,), "lhs_batch": (), "rhs_batch": ()})
 
 
-def test_transposed_convolution_is_refused_by_name(tmp_path):
-    src = tmp_path / "upconv.py"
+def test_three_dimensional_convolution_is_refused_by_name(tmp_path):
+    src = tmp_path / "conv3d.py"
     src.write_text(
         "import numpy as np\nfrom jax import lax\n"
-        "def upconv(x, w):\n"
-        "    return lax.conv_transpose(x, w, (2, 2), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC'))\n"
-        "upconv.example_inputs = {'x': np.ones((1, 4, 4, 2), np.float32)}\n"
-        "upconv.weights = {'w': np.ones((3, 3, 2, 2), np.float32)}\n")
-    r = subprocess.run([*SPECIALIZE, "capture", f"{src}:upconv", "-o", tmp_path / "out"],
+        "def conv3d(x, w):\n"
+        "    return lax.conv_general_dilated(x, w, (1, 1, 1), 'SAME', dimension_numbers=('NDHWC', 'DHWIO', 'NDHWC'))\n"
+        "conv3d.example_inputs = {'x': np.ones((1, 4, 4, 4, 2), np.float32)}\n"
+        "conv3d.weights = {'w': np.ones((3, 3, 3, 2, 2), np.float32)}\n")
+    r = subprocess.run([*SPECIALIZE, "capture", f"{src}:conv3d", "-o", tmp_path / "out"],
                        capture_output=True, text=True)
     assert r.returncode == 2
     (line,) = r.stderr.strip().splitlines()
-    assert "unsupported op: convolution" in line and "f32[1,4,4,2]" in line and "base" in line
+    assert "unsupported op: convolution" in line and "f32[1,4,4,4,2]" in line and "3 spatial dimensions" in line
     assert not (tmp_path / "out").exists()
 
 

@@ -19,6 +19,8 @@ DOT_KERNELS = {("f32", "f32", "f32"): "libjit_matmul_f32", ("s8", "s8", "s32"): 
                # wrapping 32-bit sums: signed and unsigned give the same bits
                ("s32", "s32", "s32"): "libjit_matmul_s32", ("u32", "u32", "u32"): "libjit_matmul_s32"}
 CONV_KERNELS = {("f32", "f32", "f32"): "libjit_conv2d_f32"}
+# a convolution of a dilated input (a transposed convolution) -> its own kernel, no scratch
+TRANSPOSED_CONV_KERNELS = {"libjit_conv2d_f32": "libjit_conv_transpose2d_f32"}
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,8 @@ def conv_scratch_floats(out_w: int, k_h: int, k_w: int, cin_per_group: int) -> i
 
 def lower_conv(op_name: str, inp: Operand, kernel: Operand, out: Operand, dn: dict, window: tuple,
                groups: int) -> LibCall:
-    """convolution (NHWC input, HWIO filter, NHWC output; 1 or 2 spatial dims) -> libjit_conv2d_*."""
+    """convolution (NHWC input, HWIO filter, NHWC output; 1 or 2 spatial dims) -> libjit_conv2d_*, or
+    libjit_conv_transpose2d_* for a dilated input or a reversed window."""
     def refuse(why: str) -> UserError:
         return UserError(f"unsupported op: convolution '{op_name}' ({inp} * {kernel} -> {out}): {why}")
 
@@ -121,14 +124,17 @@ def lower_conv(op_name: str, inp: Operand, kernel: Operand, out: Operand, dn: di
     for op in (inp, kernel, out):
         if tuple(op.minor_to_major) != tuple(reversed(range(len(op.dims)))):
             raise refuse(f"{op} is not row-major")
-    for w in window:
-        if w["base_dilation"] not in (0, 1) or w["window_reversal"]:
-            raise refuse("input (base) dilation or window reversal")
-        if w["padding_low"] < 0 or w["padding_high"] < 0:
-            raise refuse("negative padding")
     win = [dict(w) for w in window]
     if ns == 1:  # a 1-D convolution is a 2-D one with height 1
-        win.insert(0, {"size": 1, "stride": 1, "padding_low": 0, "window_dilation": 1})
+        win.insert(0, {"size": 1, "stride": 1, "padding_low": 0, "padding_high": 0, "window_dilation": 1,
+                       "base_dilation": 1, "window_reversal": False})
+    base_dil = [w["base_dilation"] or 1 for w in win]
+    reverse = sum(1 << i for i, w in enumerate(win) if w["window_reversal"])
+    # a transposed convolution: the input dilated, perhaps the window reversed (and then
+    # negative padding is only a window starting inside the input)
+    transposed = base_dil != [1, 1] or reverse != 0
+    if not transposed and any(w["padding_low"] < 0 or w["padding_high"] < 0 for w in win):
+        raise refuse("negative padding")
     in_h, in_w = (inp.dims[1], inp.dims[2]) if ns == 2 else (1, inp.dims[1])
     out_h, out_w = (out.dims[1], out.dims[2]) if ns == 2 else (1, out.dims[1])
     batch, in_c, out_c = inp.dims[0], inp.dims[-1], out.dims[-1]
@@ -137,6 +143,11 @@ def lower_conv(op_name: str, inp: Operand, kernel: Operand, out: Operand, dn: di
         raise refuse(f"feature groups {groups} do not divide the channels")
     dil = [w["window_dilation"] or 1 for w in win]
     stride = [w["stride"] or 1 for w in win]
+    if transposed:
+        return LibCall(TRANSPOSED_CONV_KERNELS[fn], (
+            out.slice, inp.slice, kernel.slice, batch, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w,
+            stride[0], stride[1], win[0]["padding_low"], win[1]["padding_low"], dil[0], dil[1], groups,
+            base_dil[0], base_dil[1], reverse))
     scratch = conv_scratch_floats(out_w, k_h, k_w, in_c // groups) * 4
     return LibCall(fn, (out.slice, inp.slice, kernel.slice, Scratch(scratch),
                         batch, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w,

@@ -133,7 +133,7 @@ def _conv(rnd: random.Random, a: str, b: str, r: int, c: int) -> str:
     strides = rnd.choice([(1, 1), (1, 1), (2, 1), (2, 2)])
     padding = rnd.choice(['"SAME"', '"VALID"', "((1, 0), (0, 1))", "((1, 1), (2, 1))"])
     rhs_dil = rnd.choice([(1, 1), (1, 1), (2, 1), (1, 2)])
-    # input dilation (a transposed convolution) is refused by capture: rare, so the refusal stays tested
+    # input dilation: a transposed convolution (libjit_conv_transpose2d_f32)
     lhs_dil = (2, 1) if rnd.random() < 0.04 else (1, 1)
     if lhs_dil != (1, 1) and padding in ('"SAME"', '"VALID"'):
         padding = "((0, 0), (0, 0))"  # explicit padding: input dilation takes no SAME/VALID string

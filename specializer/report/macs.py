@@ -15,7 +15,8 @@ from specializer.library.cmsis_api import FUNCTIONS
 from specializer.llvm import irtext
 from specializer.llvm.irtext import direct_calls, global_arg
 
-KERNELS = ("libjit_matmul_f32", "libjit_matmul_s8_s32", "libjit_matmul_s32", "libjit_conv2d_f32")
+KERNELS = ("libjit_matmul_f32", "libjit_matmul_s8_s32", "libjit_matmul_s32", "libjit_conv2d_f32",
+           "libjit_conv_transpose2d_f32")
 
 # CMSIS-NN call -> MACs from its filter and output dims ({n, h, w, c} each)
 CMSIS_NN = {
@@ -48,6 +49,10 @@ def count(text: str) -> int:
             if v:
                 batch, rows, k, n = v
                 total += batch * rows * k * n
+        elif call.callee == "libjit_conv_transpose2d_f32":
+            v = call.ints(3, 19)
+            if v:
+                total += transposed_conv_macs(*v)
         else:
             v = call.ints(4, 16)
             if v:
@@ -55,6 +60,21 @@ def count(text: str) -> int:
                 groups = v[15]
                 total += batch * out_h * out_w * out_c * k_h * k_w * (in_c // max(groups, 1))
     return total + cmsis_nn(lines)
+
+
+def _taps_on_input(out: int, stride: int, pad: int, k: int, dil: int, base_dil: int, size: int) -> int:
+    """(output, tap) pairs along one axis whose tap lands on an input element of a dilated input."""
+    return sum(1 for o in range(out) for t in range(k)
+               if (p := o * stride - pad + t * dil) >= 0 and p % base_dil == 0 and p // base_dil < size)
+
+
+def transposed_conv_macs(batch, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w,
+                         pad_top, pad_left, dil_h, dil_w, groups, bdil_h, bdil_w, _reverse) -> int:
+    """The products a convolution of a dilated input computes: only taps on real input pixels
+    (the zeros between them are not multiplied; libjit_conv_transpose2d_f32 skips them too)."""
+    rows = _taps_on_input(out_h, stride_h, pad_top, k_h, max(dil_h, 1), max(bdil_h, 1), in_h)
+    cols = _taps_on_input(out_w, stride_w, pad_left, k_w, max(dil_w, 1), max(bdil_w, 1), in_w)
+    return batch * rows * cols * (in_c // max(groups, 1)) * out_c
 
 
 def cmsis_nn(lines: list[str]) -> int:
