@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_tflite_import import (ACT, MLPERF, OP, VALID, Tflm, act8, const, conv_options, model_bytes, operator,
-                                out_scale, rand8)
+from test_tflite_import import (ACT, MLPERF, OP, SAME, VALID, Tflm, act8, actf, const, conv_options, model_bytes,
+                                operator, out_scale, rand8)
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 from specializer import inputs
@@ -228,6 +228,58 @@ def test_an_unsupported_op_is_one_line_exit_2_nothing_written(tmp_path):
     assert p.returncode == 2, p
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "mul.tflite: operator 1 (MUL): not supported" in lines[0], p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def float_decoder(rng) -> bytes:
+    """CONV_2D (stride 2, ReLU) -> TRANSPOSE_CONV (stride 2, SAME, ReLU) -> TRANSPOSE_CONV (VALID, a
+    4x4 filter, 5 -> 3 channels, no bias): an upsampling decoder as a converter writes one."""
+    x = actf((1, 8, 8, 2), "x")
+    e = actf((1, 4, 4, 6), "e")
+    d1 = actf((1, 8, 8, 5), "d1")
+    y = actf((1, 18, 18, 3), "y")
+    w0 = const((rng.normal(size=(6, 3, 3, 2)) * 0.4).astype(np.float32), name="w0")
+    b0 = const((rng.normal(size=6) * 0.1).astype(np.float32), name="b0")
+    w1 = const((rng.normal(size=(5, 3, 3, 6)) * 0.3).astype(np.float32), name="w1")
+    b1 = const((rng.normal(size=5) * 0.1).astype(np.float32), name="b1")
+    w2 = const((rng.normal(size=(3, 4, 4, 5)) * 0.3).astype(np.float32), name="w2")
+    ops = [operator(OP.CONV_2D, [x, w0, b0], [e], *conv_options(stride=(2, 2), act=ACT.RELU))]
+    for inp, w, b, out, padding, act in ((e, w1, b1, d1, SAME, ACT.RELU), (d1, w2, None, y, VALID, ACT.NONE)):
+        o = fb.TransposeConvOptionsT()
+        o.padding, o.strideH, o.strideW, o.fusedActivationFunction = padding, 2, 2, act
+        shape = const(np.array(out.shape, np.int32), name=f"{out.name}_shape")
+        ops.append(operator(OP.TRANSPOSE_CONV, [shape, w, inp] + ([b] if b else []), [out], o,
+                            fb.BuiltinOptions.TransposeConvOptions))
+    return model_bytes(ops, [x], [y])
+
+
+def test_float_transposed_convolutions_in_every_variant(tmp_path):
+    path = tmp_path / "decoder.tflite"
+    path.write_bytes(float_decoder(np.random.default_rng(12)))
+    c = capture(path, None, tmp_path / "cap")
+    x = c.manifest.inputs[0].array()
+    (want,) = tflm(path, x)
+    np.testing.assert_array_equal(c.manifest.outputs[0].array(), want)  # TFLite Micro's, as they are
+    assert c.model_ll.read_text().count("call void @libjit_conv_transpose2d_f32(") == 2
+    comp = compare(inputs.load(c.model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
+    assert [r.variant for r in comp.rows] == list(variants.VARIANTS)
+    for r in comp.rows:
+        assert r.status == "pass", (r.variant, r)
+
+
+def test_an_int8_transpose_conv_is_one_line(tmp_path):
+    x, y = act8((1, 4, 4, 2), 0.05, 0, "x"), act8((1, 8, 8, 3), 0.1, 0, "y")
+    w = const(rand8(np.random.default_rng(0), (3, 3, 3, 2), -127), [0.01] * 3, 0)
+    o = fb.TransposeConvOptionsT()
+    o.padding, o.strideH, o.strideW = SAME, 2, 2
+    path = tmp_path / "up8.tflite"
+    path.write_bytes(model_bytes([operator(OP.TRANSPOSE_CONV, [const(np.array([1, 8, 8, 3], np.int32), name="s"), w, x],
+                                           [y], o, fb.BuiltinOptions.TransposeConvOptions)], [x], [y]))
+    p = cli("capture", path, "-o", tmp_path / "out", cwd=tmp_path)
+    assert p.returncode == 2, p
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "up8.tflite: operator 0 (TRANSPOSE_CONV): not supported with INT8 data" in lines[0], \
+        p.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -211,6 +211,20 @@ def reshape_pool_model(rng):
 
 # ---------------------------------------------------------------- comparing
 
+def transpose_conv_model(rng, *, hw=(5, 4), cin=3, cout=5, k=(3, 3), padding=SAME, stride=(2, 2), act=ACT.NONE,
+                         bias=True):
+    """A float TRANSPOSE_CONV: inputs output shape, OHWI filter, input, bias."""
+    oh, ow = (hw[0] * stride[0], hw[1] * stride[1]) if padding == SAME else \
+        ((hw[0] - 1) * stride[0] + k[0], (hw[1] - 1) * stride[1] + k[1])
+    x, y = actf((1, *hw, cin), "x"), actf((1, oh, ow, cout), "y")
+    shape = const(np.array([1, oh, ow, cout], np.int32), name="shape")
+    w = const(rng.normal(size=(cout, *k, cin)).astype(np.float32))
+    o = fb.TransposeConvOptionsT()
+    o.padding, (o.strideH, o.strideW), o.fusedActivationFunction = padding, stride, act
+    ins = [shape, w, x] + ([const(rng.normal(size=cout).astype(np.float32), name="b")] if bias else [])
+    return model_bytes([operator(OP.TRANSPOSE_CONV, ins, [y], o, fb.BuiltinOptions.TransposeConvOptions)], [x], [y])
+
+
 def inputs_for(model, rng, n=3):
     """n input sets: uniform int8 (or N(0, 2) float) data."""
     sets = []
@@ -336,6 +350,21 @@ def test_float_ops(name, build, tmp_path):
     check(build(np.random.default_rng(8)), tmp_path)
 
 
+TRANSPOSE_CONV_CASES = {
+    "same_stride2": dict(),
+    "valid_stride2_k4_odd_channels": dict(padding=VALID, k=(4, 4), cin=5, cout=7),
+    "same_stride_2x1_k4x3": dict(stride=(2, 1), k=(4, 3), hw=(4, 6)),
+    "same_stride3_k2": dict(stride=(3, 3), k=(2, 2)),
+    "no_bias": dict(bias=False),
+    "relu": dict(act=ACT.RELU),
+}
+
+
+@pytest.mark.parametrize("case", TRANSPOSE_CONV_CASES)
+def test_float_transpose_conv(case, tmp_path):
+    check(transpose_conv_model(np.random.default_rng(10), **TRANSPOSE_CONV_CASES[case]), tmp_path)
+
+
 def test_multipliers_flush_and_saturate_as_tflite_does():
     """TFLite's QuantizeMultiplier: below 2**-32 the multiplier is zero; from 2**30 on it
     saturates (quantize() refuses such a scale; a file may carry one)."""
@@ -388,7 +417,7 @@ def test_an_unsupported_op_is_refused_by_name_and_index(tmp_path):
     msg = str(e.value)
     assert "\n" not in msg
     assert msg == ("mul.tflite: operator 1 (MUL): not supported (the reader supports CONV_2D, DEPTHWISE_CONV_2D, "
-                   "FULLY_CONNECTED, AVERAGE_POOL_2D, ADD, SOFTMAX, RESHAPE)"), msg
+                   "FULLY_CONNECTED, AVERAGE_POOL_2D, ADD, SOFTMAX, RESHAPE, TRANSPOSE_CONV)"), msg
 
 
 def grouped_conv(rng):

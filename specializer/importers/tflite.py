@@ -30,17 +30,23 @@ TfliteModel = ImportedModel  # the generic model (graph_model.py), keyed by tens
 
 
 
+# the input an op computes on, where it is not the first (TRANSPOSE_CONV: output shape, filter, input)
+DATA_INPUT = {"TRANSPOSE_CONV": 2}
+
+
 def build_layer(g: GraphRecord, op: OpRecord, weights: dict) -> Layer:
     """The layer for op, by its first input's type; its constants go into `weights`."""
     c = OpContext(g, op, weights)
     if len(op.outputs) != 1:
         raise c.refuse(f"{len(op.outputs)} outputs")
-    x = c.tensor(0)
+    x = c.tensor(DATA_INPUT.get(op.name, 0))
     if x is None or x.data is not None:
-        raise c.refuse("its first input is a constant")
+        raise c.refuse("its data input is a constant")
     ops = {"INT8": tflite_int8.OPS, "FLOAT32": tflite_float.OPS}.get(x.type)
     if ops is None:
         raise c.refuse(f"input type {x.type} (the reader takes INT8 and FLOAT32)")
+    if op.name not in ops:
+        raise c.refuse(f"not supported with {x.type} data")
     return ops[op.name](c, x)
 
 

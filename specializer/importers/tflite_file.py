@@ -41,13 +41,14 @@ OPTIONS = {
     "ADD": ("AddOptions", ("fusedActivationFunction",)),
     "SOFTMAX": ("SoftmaxOptions", ("beta",)),
     "RESHAPE": (None, ()),
+    "TRANSPOSE_CONV": ("TransposeConvOptions", ("padding", "strideH", "strideW", "fusedActivationFunction")),
 }
 
 # the highest version TFLite defines of each op the reader takes (LiteRT's
 # tflite/converter/tools/versioning/runtime_version.cc and op_version.cc, which succeed
 # tensorflow/lite/tools/versioning): a higher one is an op whose meaning the reader cannot know
 MAX_VERSIONS = {"CONV_2D": 8, "DEPTHWISE_CONV_2D": 7, "FULLY_CONNECTED": 14, "AVERAGE_POOL_2D": 3, "ADD": 6,
-                "SOFTMAX": 4, "RESHAPE": 1}
+                "SOFTMAX": 4, "RESHAPE": 1, "TRANSPOSE_CONV": 5}
 INT8_RANGE = (-128, 127)
 
 
