@@ -74,6 +74,26 @@ def test_float_cnn_in_every_variant(tmp_path):
     every_variant_passes(capture(path, None, tmp_path / "cap"), tmp_path, exact=False)
 
 
+def test_conv_transpose_decoder_in_every_variant(tmp_path):
+    """Conv (stride 2) + Relu -> ConvTranspose (stride 2, pads, output_padding) + Relu ->
+    ConvTranspose (SAME_UPPER): an upsampling decoder, checked against onnx.reference on QEMU."""
+    rng = np.random.default_rng(5)
+    inits = {"w0": (rng.normal(size=(4, 2, 3, 3)) * 0.4).astype(np.float32),
+             "w1": (rng.normal(size=(4, 5, 3, 3)) * 0.3).astype(np.float32),
+             "b1": (rng.normal(size=5) * 0.1).astype(np.float32),
+             "w2": (rng.normal(size=(5, 3, 4, 4)) * 0.3).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["e"], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["e"], ["r"]),
+             helper.make_node("ConvTranspose", ["r", "w1", "b1"], ["d"], strides=[2, 2], pads=[1, 1, 1, 1],
+                              output_padding=[1, 1]),
+             helper.make_node("Relu", ["d"], ["rd"]),
+             helper.make_node("ConvTranspose", ["rd", "w2"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")]
+    path = save(model(nodes, [vi("x", [1, 2, 8, 8])], [vi("y", None)], inits), tmp_path / "decoder.onnx")
+    c = capture(path, None, tmp_path / "cap")
+    assert c.model_ll.read_text().count("call void @libjit_conv_transpose2d_f32(") == 2
+    every_variant_passes(c, tmp_path, exact=False)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["test_Conv2d", "test_Conv2d_depthwise", "test_Linear", "test_AvgPool2d"])
 def test_wheel_pytorch_models_in_every_variant(name, tmp_path):

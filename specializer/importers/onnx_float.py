@@ -88,6 +88,79 @@ def conv(c: NodeContext) -> None:
     c.emit((c.b.in_layout(x, NHWC),), out, run, names)
 
 
+def conv_transpose_pads(c: NodeContext, x: Val, kernel, strides, dil, out_pad) -> list[tuple[int, int]]:
+    """ConvTranspose's (begin, end) padding per spatial axis, by the operator's rules: from
+    output_shape or auto_pad SAME_* (the total split, the odd pixel at the end for SAME_UPPER), else
+    pads; the output size must be what they give."""
+    auto = c.attr("auto_pad", "NOTSET")
+    shape = c.attr("output_shape")
+    if shape is not None and len(shape) not in (2, 4):
+        raise c.refuse(f"output_shape={list(shape)} is not 2-D spatial")
+    pads, want = [], []
+    for i, (size, k, s, d, op) in enumerate(zip(x.shape[2:4], kernel, strides, dil, out_pad)):
+        full = s * (size - 1) + op + (k - 1) * d + 1
+        if shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+            out = int(shape[-2 + i]) if shape is not None else size * s
+            total = full - out
+            begin = total // 2 if auto == "SAME_UPPER" else total - total // 2
+            pads.append((begin, total - begin))
+        elif auto == "VALID":
+            pads.append((0, 0))
+        elif auto == "NOTSET":
+            p = ints(c, "pads", (0, 0, 0, 0), 4)
+            pads.append((p[i], p[i + 2]))
+        else:
+            raise c.refuse(f"auto_pad={auto} is not supported")
+        want.append(full - sum(pads[-1]))
+    out = c.out_shape
+    if len(out) != 4 or tuple(out[2:]) != tuple(want) or min(want) < 1:
+        raise c.refuse(f"output shape {list(out)} does not match the padding (expected spatial {want})")
+    return pads
+
+
+def conv_transpose(c: NodeContext) -> None:
+    """ConvTranspose, filter W [C_in, C_out/group, KH, KW]: out_y = in_y * stride + ky * dilation -
+    pad_begin. As XLA sees it: the input dilated by the stride, the filter reversed (at read time,
+    with its groups regrouped to [C_out, C_in/group]), padded (k-1)*d - pad before."""
+    c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
+                   "strides"})
+    x = c.fact(0)
+    spatial_rank4(c, x)
+    w = c.float_const(1, "the filter")
+    if w.ndim != 4:
+        raise c.refuse(f"filter of shape {list(w.shape)}: the reader takes 2-D transposed convolutions only")
+    cin, og, kh, kw = w.shape
+    group = int(c.attr("group", 1))
+    if group < 1 or x.shape[1] != cin or cin % group:
+        raise c.refuse(f"filter {list(w.shape)} does not fit input {list(x.shape)} with group={group}")
+    ks = c.attr("kernel_shape")
+    if ks is not None and tuple(ks) != (kh, kw):
+        raise c.refuse(f"kernel_shape={list(ks)} differs from the filter's {[kh, kw]}")
+    strides, dil = ints(c, "strides", (1, 1)), ints(c, "dilations", (1, 1))
+    out_pad = ints(c, "output_padding", (0, 0))
+    if min(strides) < 1 or min(dil) < 1 or min(out_pad) < 0:
+        raise c.refuse(f"strides {list(strides)} / dilations {list(dil)} / output_padding {list(out_pad)} "
+                       "out of range")
+    pads = conv_transpose_pads(c, x, (kh, kw), strides, dil, out_pad)
+    b = c.float_const(2, "the bias") if c.present(2) else None
+    if b is not None and b.shape != (og * group,):
+        raise c.refuse(f"bias of shape {list(b.shape)} for {og * group} output channels")
+    # [g, C_in/g, C_out/g, KH, KW] -> [C_out, KH, KW, C_in/g], spatially reversed: OHWI of the conv
+    wt = w.reshape(group, cin // group, og, kh, kw).transpose(0, 2, 3, 4, 1).reshape(group * og, kh, kw, cin // group)
+    names = (c.b.weight(c.wname("w"), np.ascontiguousarray(wt[:, ::-1, ::-1, :])),)
+    if b is not None:
+        names += (c.b.weight(c.wname("b"), b),)
+    xla_pads = [((k - 1) * d - lo, (k - 1) * d - hi + op)
+                for k, d, (lo, hi), op in zip((kh, kw), dil, pads, out_pad)]
+
+    def run(a, wt, bias=None):
+        y = lax.conv_general_dilated(a, wt, (1, 1), xla_pads, lhs_dilation=strides, rhs_dilation=dil,
+                                     dimension_numbers=("NHWC", "OHWI", "NHWC"), feature_group_count=group,
+                                     precision=HIGHEST)
+        return y if bias is None else y + bias
+    c.emit((c.b.in_layout(x, NHWC),), Val(c.node.outputs[0], c.out_shape, "float32", NHWC), run, names)
+
+
 def batchnorm(c: NodeContext) -> None:
     """A BatchNormalization no Conv absorbed: a per-channel multiply-add."""
     x = c.fact(0)
@@ -352,7 +425,7 @@ def transpose(c: NodeContext) -> None:
     c.alias(c.node.outputs[0], Val(x.key, c.out_shape, x.dtype, layout, x.quant, x.deq))
 
 
-OPS = {"Conv": conv, "BatchNormalization": batchnorm, "Gemm": gemm, "MatMul": matmul, "Add": add, "Relu": relu,
+OPS = {"Conv": conv, "ConvTranspose": conv_transpose, "BatchNormalization": batchnorm, "Gemm": gemm, "MatMul": matmul, "Add": add, "Relu": relu,
        "Clip": clip, "Softmax": softmax, "AveragePool": avg_pool, "MaxPool": max_pool,
        "GlobalAveragePool": global_pool, "GlobalMaxPool": global_pool, "Reshape": reshape, "Flatten": flatten,
        "Transpose": transpose, "Identity": identity_op, "Dropout": identity_op}
