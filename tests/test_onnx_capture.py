@@ -74,6 +74,7 @@ def test_float_cnn_in_every_variant(tmp_path):
     every_variant_passes(capture(path, None, tmp_path / "cap"), tmp_path, exact=False)
 
 
+@pytest.mark.slow  # about 35 s on QEMU: the kernel runs in every variant in test_conv_transpose_f32
 def test_conv_transpose_decoder_in_every_variant(tmp_path):
     """Conv (stride 2) + Relu -> ConvTranspose (stride 2, pads, output_padding) + Relu ->
     ConvTranspose (SAME_UPPER): an upsampling decoder, checked against onnx.reference on QEMU."""

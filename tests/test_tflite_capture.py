@@ -253,6 +253,7 @@ def float_decoder(rng) -> bytes:
     return model_bytes(ops, [x], [y])
 
 
+@pytest.mark.slow  # about 35 s on QEMU: the kernel runs in every variant in test_conv_transpose_f32
 def test_float_transposed_convolutions_in_every_variant(tmp_path):
     path = tmp_path / "decoder.tflite"
     path.write_bytes(float_decoder(np.random.default_rng(12)))
