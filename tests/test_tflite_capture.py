@@ -24,6 +24,7 @@ from specializer.capture.manifest import Manifest
 from specializer.driver.compare import compare
 from specializer.errors import UserError
 from specializer.optimize import variants
+from specializer.report import macs
 
 ROOT = Path(__file__).resolve().parent.parent
 KWS = MLPERF / "kws_ref_model.tflite"
@@ -268,20 +269,50 @@ def test_float_transposed_convolutions_in_every_variant(tmp_path):
         assert r.status == "pass", (r.variant, r)
 
 
-def test_an_int8_transpose_conv_is_one_line(tmp_path):
-    x, y = act8((1, 4, 4, 2), 0.05, 0, "x"), act8((1, 8, 8, 3), 0.1, 0, "y")
-    w = const(rand8(np.random.default_rng(0), (3, 3, 3, 2), -127), [0.01] * 3, 0)
-    o = fb.TransposeConvOptionsT()
-    o.padding, o.strideH, o.strideW = SAME, 2, 2
-    path = tmp_path / "up8.tflite"
-    path.write_bytes(model_bytes([operator(OP.TRANSPOSE_CONV, [const(np.array([1, 8, 8, 3], np.int32), name="s"), w, x],
-                                           [y], o, fb.BuiltinOptions.TransposeConvOptions)], [x], [y]))
-    p = cli("capture", path, "-o", tmp_path / "out", cwd=tmp_path)
-    assert p.returncode == 2, p
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "up8.tflite: operator 0 (TRANSPOSE_CONV): not supported with INT8 data" in lines[0], \
-        p.stderr
-    assert not (tmp_path / "out").exists()
+def int8_decoder(rng) -> bytes:
+    """CONV_2D (stride 2, ReLU) -> TRANSPOSE_CONV (stride 2, SAME, 6 -> 5 channels) ->
+    TRANSPOSE_CONV (VALID, 4x4, 5 -> 3, no bias), int8 per-channel, scales spreading each output."""
+    in_s = 0.05
+    ws0, ws1, ws2 = (rng.uniform(0.5, 2.0, n) / 127 for n in (6, 5, 3))
+    s0 = out_scale(in_s, ws0.mean(), 18) / 4
+    s1 = out_scale(s0, ws1.mean(), 14) / 3
+    s2 = out_scale(s1, ws2.mean(), 20) / 6
+    x, e = act8((1, 8, 8, 2), in_s, 3, "x"), act8((1, 4, 4, 6), s0, -128, "e")
+    d, y = act8((1, 8, 8, 5), s1, -4, "d"), act8((1, 18, 18, 3), s2, 6, "y")
+    w0 = const(rand8(rng, (6, 3, 3, 2), -127), ws0, 0, "w0")
+    b0 = const(rng.integers(-800, 800, 6).astype(np.int32), in_s * ws0, 0, "b0")
+    w1 = const(rand8(rng, (5, 3, 3, 6), -127), ws1, 0, "w1")
+    b1 = const(rng.integers(-800, 800, 5).astype(np.int32), s0 * ws1, 0, "b1")
+    w2 = const(rand8(rng, (3, 4, 4, 5), -127), ws2, 0, "w2")
+    ops = [operator(OP.CONV_2D, [x, w0, b0], [e], *conv_options(stride=(2, 2), act=ACT.RELU))]
+    for inp, w, b, out, padding in ((e, w1, b1, d, SAME), (d, w2, None, y, VALID)):
+        o = fb.TransposeConvOptionsT()
+        o.padding, o.strideH, o.strideW = padding, 2, 2
+        shape = const(np.array(out.shape, np.int32), name=f"{out.name}_shape")
+        ops.append(operator(OP.TRANSPOSE_CONV, [shape, w, inp] + ([b] if b else []), [out], o,
+                            fb.BuiltinOptions.TransposeConvOptions))
+    return model_bytes(ops, [x], [y])
+
+
+def test_int8_transposed_convolutions_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
+    path = tmp_path / "decoder8.tflite"
+    path.write_bytes(int8_decoder(np.random.default_rng(13)))
+    c = capture(path, None, tmp_path / "cap")
+    assert sum("onto arm_transpose_conv_s8" in line for line in c.log) == 2
+    # MACs: the conv 4*4*6 outputs x 3*3*2 taps; TRANSPOSE_CONV SAME (padding 0): 11 of the 4x3
+    # (input row, filter row) pairs land in the 8 output rows, likewise columns, x 6 x 5; VALID:
+    # every product lands, 8*8 x 4*4 x 5 x 3
+    assert macs.count(c.model_ll.read_text()) == 4 * 4 * 6 * 9 * 2 + 11 * 11 * 6 * 5 + 8 * 8 * 16 * 5 * 3
+    x = c.manifest.inputs[0].array()
+    (want,) = tflm(path, x)
+    got = c.manifest.outputs[0].array()
+    np.testing.assert_array_equal(got, want)  # TFLite Micro's
+    assert len(np.unique(got)) > 50
+    comp = compare(inputs.load(c.model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
+    assert [r.variant for r in comp.rows] == list(variants.VARIANTS)
+    for r in comp.rows:  # QEMU's outputs equal TFLite Micro's, value for value
+        assert r.status == "pass", (r.variant, r)
+        assert r.max_abs_err == 0, r.variant
 
 
 @pytest.mark.parametrize("array, why", [

@@ -212,16 +212,27 @@ def reshape_pool_model(rng):
 # ---------------------------------------------------------------- comparing
 
 def transpose_conv_model(rng, *, hw=(5, 4), cin=3, cout=5, k=(3, 3), padding=SAME, stride=(2, 2), act=ACT.NONE,
-                         bias=True):
-    """A float TRANSPOSE_CONV: inputs output shape, OHWI filter, input, bias."""
+                         bias=True, float_model=True, per_channel=True):
+    """A TRANSPOSE_CONV: inputs output shape, OHWI filter, input, bias."""
     oh, ow = (hw[0] * stride[0], hw[1] * stride[1]) if padding == SAME else \
         ((hw[0] - 1) * stride[0] + k[0], (hw[1] - 1) * stride[1] + k[1])
-    x, y = actf((1, *hw, cin), "x"), actf((1, oh, ow, cout), "y")
     shape = const(np.array([1, oh, ow, cout], np.int32), name="shape")
-    w = const(rng.normal(size=(cout, *k, cin)).astype(np.float32))
+    if float_model:
+        x, y = actf((1, *hw, cin), "x"), actf((1, oh, ow, cout), "y")
+        w = const(rng.normal(size=(cout, *k, cin)).astype(np.float32))
+        b = const(rng.normal(size=cout).astype(np.float32), name="b")
+    else:
+        in_s, in_zp = 0.05, int(rng.integers(-20, 20))
+        w_s = rng.uniform(0.5, 2.0, cout if per_channel else 1) / 127
+        # each output sums about k*k*cin / stride^2 products
+        depth = max(k[0] * k[1] * cin // (stride[0] * stride[1]), 1)
+        x = act8((1, *hw, cin), in_s, in_zp, "x")
+        y = act8((1, oh, ow, cout), out_scale(in_s, w_s.mean(), depth), int(rng.integers(-10, 10)), "y")
+        w = const(rand8(rng, (cout, *k, cin), -127), w_s, 0 if per_channel else None)
+        b = const(rng.integers(-3000, 3000, cout).astype(np.int32), in_s * w_s, 0, "b")
     o = fb.TransposeConvOptionsT()
     o.padding, (o.strideH, o.strideW), o.fusedActivationFunction = padding, stride, act
-    ins = [shape, w, x] + ([const(rng.normal(size=cout).astype(np.float32), name="b")] if bias else [])
+    ins = [shape, w, x] + ([b] if bias else [])
     return model_bytes([operator(OP.TRANSPOSE_CONV, ins, [y], o, fb.BuiltinOptions.TransposeConvOptions)], [x], [y])
 
 
@@ -363,6 +374,25 @@ TRANSPOSE_CONV_CASES = {
 @pytest.mark.parametrize("case", TRANSPOSE_CONV_CASES)
 def test_float_transpose_conv(case, tmp_path):
     check(transpose_conv_model(np.random.default_rng(10), **TRANSPOSE_CONV_CASES[case]), tmp_path)
+
+
+INT8_TRANSPOSE_CONV_CASES = {
+    "same_stride2": dict(),
+    "valid_stride2_k4_odd_channels": dict(padding=VALID, k=(4, 4), cin=5, cout=7),
+    "same_stride_2x1_k4x3": dict(stride=(2, 1), k=(4, 3), hw=(4, 6)),
+    "same_stride3_k2": dict(stride=(3, 3), k=(2, 2)),
+    "stride1_same": dict(stride=(1, 1), hw=(6, 5)),
+    "no_bias": dict(bias=False),
+    "relu": dict(act=ACT.RELU),
+    "per_tensor": dict(per_channel=False),
+}
+
+
+@pytest.mark.parametrize("case", INT8_TRANSPOSE_CONV_CASES)
+def test_int8_transpose_conv(case, tmp_path):
+    out = check(transpose_conv_model(np.random.default_rng(11), float_model=False, **INT8_TRANSPOSE_CONV_CASES[case]),
+                tmp_path)
+    assert spread(out) >= (3 if "relu" in case else 20)
 
 
 def test_multipliers_flush_and_saturate_as_tflite_does():

@@ -155,6 +155,45 @@ int32_t arm_convolve_1_x_n_s8_get_buffer_size(const cmsis_nn_conv_params *conv_p
                                               const cmsis_nn_dims *output_dims);
 
 /*
+ * s8 transposed convolution, TFLite semantics (TRANSPOSE_CONV).
+ *
+ *   ctx                    scratch of arm_transpose_conv_s8_get_buffer_size() bytes (the shim
+ *                          needs none; CMSIS-NN's rolling int32 rows do)
+ *   output_ctx             unused here and by CMSIS-NN's function (its wrapper's reversed filter)
+ *   transpose_conv_params  input_offset ([-127, 128]), output_offset ([-128, 127]), stride,
+ *                          padding (top, left: the output starts that far into the full
+ *                          transposed result), activation clamp; padding_offsets and dilation
+ *                          are not read (TFLite has no dilated transposed convolution)
+ *   filter_dims            [C_OUT, HK, WK, C_IN], filter_data int8
+ *   bias_data              int32 [C_OUT], may be NULL
+ *   output_dims            [N, H_OUT, W_OUT, C_OUT]
+ *
+ *   out[n][y][x][o] = clamp(requantize(bias[o] + sum (in[n][iy][ix][c] + input_offset)
+ *                                        * filter[o][ky][kx][c], mult[o], shift[o])
+ *                           + output_offset, act.min, act.max)
+ *   over iy, ix, ky, kx, c with y = iy * stride.h - padding.h + ky, x = ix * stride.w - padding.w + kx.
+ */
+arm_cmsis_nn_status arm_transpose_conv_s8(const cmsis_nn_context *ctx,
+                                          const cmsis_nn_context *output_ctx,
+                                          const cmsis_nn_transpose_conv_params *transpose_conv_params,
+                                          const cmsis_nn_per_channel_quant_params *quant_params,
+                                          const cmsis_nn_dims *input_dims,
+                                          const int8_t *input_data,
+                                          const cmsis_nn_dims *filter_dims,
+                                          const int8_t *filter_data,
+                                          const cmsis_nn_dims *bias_dims,
+                                          const int32_t *bias_data,
+                                          const cmsis_nn_dims *output_dims,
+                                          int8_t *output_data);
+
+/* CMSIS-NN v7.0.0's size without its reverse-conv path: MAX(HK, stride.h) rows of
+   ((W_IN - 1) * stride.w + MAX(WK, stride.h)) * C_OUT int32 sums. */
+int32_t arm_transpose_conv_s8_get_buffer_size(const cmsis_nn_transpose_conv_params *transpose_conv_params,
+                                              const cmsis_nn_dims *input_dims,
+                                              const cmsis_nn_dims *filter_dims,
+                                              const cmsis_nn_dims *out_dims);
+
+/*
  * s8 fully connected layer, TFLite semantics.
  *
  *   ctx           scratch of arm_fully_connected_s8_get_buffer_size() bytes (0 without MVE;

@@ -216,7 +216,43 @@ def _fc(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out: 
                  output_dims=_dims(f"{scope}.output_dims", (batch, 1, 1, n_out)), output_data=out.slice)
 
 
-_LOWER = {"convolve_s8": _conv, "depthwise_conv_s8": _conv, "fully_connected_s8": _fc}
+def transpose_conv_s8_buffer_size(p: dict) -> int:
+    """arm_transpose_conv_s8_get_buffer_size (v7.0.0, the shim's): MAX(KH, stride.h) rows of
+    ((W_IN - 1) * stride.w + MAX(KW, stride.h)) * C_OUT int32 sums -- v7.0.0 compares the
+    filter's width with stride.h, and so does this."""
+    sh, sw = p["stride"]
+    cout, kh, kw, _ = p["filter_dims"]
+    return ((p["input_dims"][2] - 1) * sw + max(kw, sh)) * cout * max(kh, sh) * 4
+
+
+def _transpose_conv(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out: Operand) -> LibCall:
+    """arm_transpose_conv_s8 itself. (arm_transpose_conv_wrapper_s8 takes a reverse-conv path,
+    arm_convolve_s8 with upscale_dims, for strides <= 2 and many input channels; the basic
+    function gives the same int8 results.)"""
+    cout = p["filter_dims"][0]
+    _check(x, "s8", p["input_dims"], "input", scope)
+    _check(w, "s8", p["filter_dims"], "filter", scope)
+    _check(out, "s8", p["output_dims"], "output", scope)
+    if bias is not None:
+        _check(bias, "s32", (cout,), "bias", scope)
+    sh, sw = p["stride"]
+    ph, pw = p["padding"]
+    params = _struct(f"{scope}.params", "cmsis_nn_transpose_conv_params", input_offset=p["input_offset"],
+                     output_offset=p["output_offset"], stride={"w": sw, "h": sh}, padding={"w": pw, "h": ph},
+                     padding_offsets={"w": 0, "h": 0}, dilation={"w": 1, "h": 1},
+                     activation=_activation(p["activation"]))
+    scratch = transpose_conv_s8_buffer_size(p)
+    return _call("arm_transpose_conv_s8", scratch, ctx=_context(f"{scope}.ctx", scratch),
+                 output_ctx=_context(f"{scope}.output_ctx", 0), transpose_conv_params=params,
+                 quant_params=_per_channel(scope, p["multipliers"], p["shifts"], cout),
+                 input_dims=_dims(f"{scope}.input_dims", p["input_dims"]), input_data=x.slice,
+                 filter_dims=_dims(f"{scope}.filter_dims", p["filter_dims"]), filter_data=w.slice,
+                 bias_dims=_dims(f"{scope}.bias_dims", (1, 1, 1, cout)), bias_data=bias.slice if bias else None,
+                 output_dims=_dims(f"{scope}.output_dims", p["output_dims"]), output_data=out.slice)
+
+
+_LOWER = {"convolve_s8": _conv, "depthwise_conv_s8": _conv, "fully_connected_s8": _fc,
+          "transpose_conv_s8": _transpose_conv}
 
 
 def lower(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:

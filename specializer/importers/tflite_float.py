@@ -8,10 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from specializer.importers.tflite_file import ACTIVATION_NAMES, PADDING_NAMES, TensorRecord
+from specializer.importers.tflite_file import ACTIVATION_NAMES, TensorRecord
 from specializer.importers.tflite_layer import (Layer, OpContext, check_dense_options, filter_and_bias, nhwc,
                                                 nhwc_out, padding, pool_window, reshape, second_input,
-                                                stride_dilation)
+                                                stride_dilation, transpose_conv_inputs)
 
 _ACTIVATIONS = {"NONE": lambda v: v, "RELU": lambda v: jnp.maximum(v, 0.0),
                 "RELU6": lambda v: jnp.clip(v, 0.0, 6.0), "RELU_N1_TO_1": lambda v: jnp.clip(v, -1.0, 1.0)}
@@ -59,48 +59,20 @@ def conv(c: OpContext, x: TensorRecord, depthwise: bool = False) -> Layer:
 
 
 def transpose_conv(c: OpContext, x: TensorRecord) -> Layer:
-    """TRANSPOSE_CONV (inputs: output shape, OHWI filter, input, optional bias). TFLite's reference
-    spreads each input pixel over the output, out_y = in_y * stride - pad + ky, with the padding a
-    convolution from the output's size to the input's would have (ComputePaddingHeightWidth, the
-    odd pixel dropped). As XLA sees it: the input dilated by the stride, the filter reversed,
-    padded k - 1 - pad before and whatever makes the output's size after."""
+    """TRANSPOSE_CONV as XLA sees a transposed convolution: the input dilated by the stride, the
+    filter reversed, padded k - 1 - pad before and whatever makes the output's size after."""
     if c.out.type != "FLOAT32":
         raise c.refuse(f"output type {c.out.type} with a FLOAT32 input")
-    nhwc(c, x)
-    w = c.tensor(1)
-    if w is None or len(w.shape) != 4:
-        raise c.refuse("has no 4-D filter")
-    if w.shape[3] != x.shape[3]:
-        raise c.refuse(f"filter {w.shape} does not take the input's {x.shape[3]} channels")
-    shape = c.tensor(0)
-    if shape is None or shape.data is None or tuple(np.asarray(shape.data).ravel()) != tuple(c.out.shape):
-        raise c.refuse(f"output shape input {None if shape is None else shape.data} is not a constant "
-                       f"equal to the output tensor's {c.out.shape}")
-    nhwc_out(c, x, w.shape[0], f"the filter {w.shape}")
-    names = [c.constant(1, "w", "FLOAT32")]
-    if c.tensor(3) is not None:
-        if c.tensor(3).shape != (w.shape[0],):
-            raise c.refuse(f"bias shape {c.tensor(3).shape} does not match the filter {w.shape}")
-        names.append(c.constant(3, "b", "FLOAT32"))
-    stride, k = (c.options["strideH"], c.options["strideW"]), w.shape[1:3]
-    if min(stride) < 1:
-        raise c.refuse(f"stride {stride} must be >= 1")
-    kind = PADDING_NAMES.get(c.options["padding"], str(c.options["padding"]))
-    if kind not in ("SAME", "VALID"):
-        raise c.refuse(f"padding {kind} is not supported")
-    pads = []
-    for size, out, kk, s in zip(x.shape[1:3], c.out.shape[1:3], k, stride):
-        conv_out = (out + s - 1) // s if kind == "SAME" else (out - kk + s) // s
-        before = max((conv_out - 1) * s + kk - out, 0) // 2
-        lo = kk - 1 - before
-        pads.append((lo, out - (size - 1) * s - 1 - lo + kk - 1))
+    w, names, stride, before = transpose_conv_inputs(c, x, "FLOAT32", "FLOAT32")
+    pads = [(k - 1 - pad, out - (size - 1) * s - 1 - (k - 1 - pad) + k - 1)
+            for size, out, k, s, pad in zip(x.shape[1:3], c.out.shape[1:3], w.shape[1:3], stride, before)]
     act = activation(c)
 
     def run(a, wt, b=None):
         y = lax.conv_general_dilated(a, wt[:, ::-1, ::-1, :], (1, 1), pads, lhs_dilation=stride,
                                      dimension_numbers=("NHWC", "OHWI", "NHWC"), precision=lax.Precision.HIGHEST)
         return act(y if b is None else y + b)
-    return c.layer(x, tuple(names), None, run)
+    return c.layer(x, names, None, run)
 
 
 def dense(c: OpContext, x: TensorRecord) -> Layer:

@@ -22,11 +22,12 @@ import numpy as np
 from specializer.importers.tflite_file import ACTIVATION_NAMES, TensorRecord
 from specializer.importers.tflite_layer import (Layer, OpContext, Pair, check_dense_options, filter_and_bias, nhwc,
                                                 nhwc_out, padding, pool_window, reshape, second_input,
-                                                stride_dilation)
+                                                stride_dilation, transpose_conv_inputs)
 from specializer.quant import blocks
 from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import QuantizeError
-from specializer.quant.params import AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
+                                      TransposeConvParams)
 from specializer.quant.ptq import ADD_LEFT_SHIFT, softmax_params
 
 SOFTMAX_OUT_SCALE, SOFTMAX_OUT_ZERO_POINT = 1 / 256, -128
@@ -120,6 +121,18 @@ def conv(c: OpContext, x: TensorRecord) -> Layer:
     return c.layer(x, names, p, lambda a, wt, b=None: blocks.conv2d(a, wt, b, p))
 
 
+def transpose_conv(c: OpContext, x: TensorRecord) -> Layer:
+    """TRANSPOSE_CONV: per-channel multipliers as a conv's (TFLite Micro's transpose_conv Prepare
+    calls the same PopulateConvolutionQuantizationParams)."""
+    in_s, in_zp, out_s, out_zp = _io(c, x)
+    w, names, stride, pad = transpose_conv_inputs(c, x, "INT8", "INT32")
+    mults, shifts = _conv_multipliers(in_s, _weight_scales(c, w, 0, w.shape[0]), out_s)
+    p = TransposeConvParams(input_dims=x.shape, filter_dims=w.shape, output_dims=c.out.shape, stride=stride,
+                            padding=pad, input_offset=-in_zp, output_offset=out_zp,
+                            activation=activation(c, out_s, out_zp), multipliers=mults, shifts=shifts)
+    return c.layer(x, names, p, lambda a, wt, b=None: blocks.transpose_conv2d(a, wt, b, p))
+
+
 def depthwise(c: OpContext, x: TensorRecord) -> Layer:
     in_s, in_zp, out_s, out_zp = _io(c, x)
     w, names = filter_and_bias(c, "INT8", "INT32", 3)
@@ -206,4 +219,4 @@ def reshape_int8(c: OpContext, x: TensorRecord) -> Layer:
 
 
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
-       "ADD": add, "SOFTMAX": softmax, "RESHAPE": reshape_int8}
+       "ADD": add, "SOFTMAX": softmax, "RESHAPE": reshape_int8, "TRANSPOSE_CONV": transpose_conv}

@@ -113,6 +113,43 @@ def padding(c: OpContext, in_hw, k_hw, stride: Pair, dilation: Pair, out_hw) -> 
     return pads[0], pads[1]
 
 
+def transpose_conv_inputs(c: OpContext, x: TensorRecord, dtype: str, bias_dtype: str
+                          ) -> tuple[TensorRecord, tuple[str, ...], Pair, Pair]:
+    """TRANSPOSE_CONV's inputs (output shape, OHWI filter, input, optional bias): (filter, the
+    weights' names, stride, padding (h, w)). TFLite's reference spreads each input pixel over
+    the output, out_y = in_y * stride - pad + ky, the padding the one a convolution from the
+    output's size to the input's would have (ComputePaddingHeightWidth; the odd pixel's offset is
+    not used)."""
+    nhwc(c, x)
+    w = c.tensor(1)
+    if w is None or len(w.shape) != 4:
+        raise c.refuse("has no 4-D filter")
+    if w.shape[3] != x.shape[3]:
+        raise c.refuse(f"filter {w.shape} does not take the input's {x.shape[3]} channels")
+    shape = c.tensor(0)
+    if shape is None or shape.data is None or tuple(np.asarray(shape.data).ravel()) != tuple(c.out.shape):
+        raise c.refuse(f"output shape input {None if shape is None else shape.data} is not a constant "
+                       f"equal to the output tensor's {c.out.shape}")
+    nhwc_out(c, x, w.shape[0], f"the filter {w.shape}")
+    names = [c.constant(1, "w", dtype)]
+    b = c.tensor(3)
+    if b is not None:
+        if b.shape != (w.shape[0],):
+            raise c.refuse(f"bias shape {b.shape} does not match the filter {w.shape}")
+        names.append(c.constant(3, "b", bias_dtype))
+    stride = (c.options["strideH"], c.options["strideW"])
+    if min(stride) < 1:
+        raise c.refuse(f"stride {stride} must be >= 1")
+    kind = PADDING_NAMES.get(c.options["padding"], str(c.options["padding"]))
+    if kind not in ("SAME", "VALID"):
+        raise c.refuse(f"padding {kind} is not supported")
+    pads = []
+    for out, k, s in zip(c.out.shape[1:3], w.shape[1:3], stride):
+        conv_out = (out + s - 1) // s if kind == "SAME" else (out - k + s) // s
+        pads.append(max((conv_out - 1) * s + k - out, 0) // 2)
+    return w, tuple(names), stride, (pads[0], pads[1])
+
+
 def check_dense_options(c: OpContext) -> None:
     if c.options["weightsFormat"] != 0:
         raise c.refuse(f"weights format {c.options['weightsFormat']} (only DEFAULT is supported)")

@@ -53,6 +53,9 @@ _DW = _layer("cmsis_nn_dw_conv_params", "cmsis_nn_per_channel_quant_params") + _
 _CONV_SIZE = (("const cmsis_nn_conv_params *", "conv_params"), (_DIMS, "input_dims"), (_DIMS, "filter_dims"),
               (_DIMS, "output_dims"))
 _DW_SIZE = (("const cmsis_nn_dw_conv_params *", "dw_conv_params"),) + _CONV_SIZE[1:]
+_TCONV_PARAMS = ("const cmsis_nn_transpose_conv_params *", "transpose_conv_params")
+_TCONV = (_CTX, ("const cmsis_nn_context *", "output_ctx")) + \
+    _layer("cmsis_nn_transpose_conv_params", "cmsis_nn_per_channel_quant_params")[1:] + _OUT
 
 # Every CMSIS-NN function a captured model or libjit's own kernels call, as v7.0.0 declares it.
 # Capture calls the two wrappers (as TFLite Micro does) and, where the form a wrapper picks is
@@ -77,6 +80,9 @@ FUNCTIONS = (
     Function("arm_depthwise_conv_s8_opt", _STATUS, _DW),
     Function("arm_depthwise_conv_s8_opt_get_buffer_size", "int32_t", ((_DIMS, "input_dims"), (_DIMS, "filter_dims"))),
     Function("arm_depthwise_conv_s8", _STATUS, _DW),
+    Function("arm_transpose_conv_s8", _STATUS, _TCONV),
+    Function("arm_transpose_conv_s8_get_buffer_size", "int32_t",
+             (_TCONV_PARAMS, (_DIMS, "input_dims"), (_DIMS, "filter_dims"), (_DIMS, "out_dims"))),
     Function("arm_fully_connected_s8", _STATUS,
              _layer("cmsis_nn_fc_params", "cmsis_nn_per_tensor_quant_params") + _OUT),
     Function("arm_fully_connected_s8_get_buffer_size", "int32_t", ((_DIMS, "filter_dims"),)),
@@ -111,6 +117,9 @@ STRUCTS = {
                              (_TILE, "padding"), (_TILE, "dilation"), _ACT),
     "cmsis_nn_dw_conv_params": (("int32_t", "input_offset"), ("int32_t", "output_offset"), ("int32_t", "ch_mult"),
                                 (_TILE, "stride"), (_TILE, "padding"), (_TILE, "dilation"), _ACT),
+    "cmsis_nn_transpose_conv_params": (("int32_t", "input_offset"), ("int32_t", "output_offset"),
+                                       (_TILE, "stride"), (_TILE, "padding"), (_TILE, "padding_offsets"),
+                                       (_TILE, "dilation"), _ACT),
     "cmsis_nn_pool_params": ((_TILE, "stride"), (_TILE, "padding"), _ACT),
     "cmsis_nn_fc_params": (("int32_t", "input_offset"), ("int32_t", "filter_offset"), ("int32_t", "output_offset"),
                            _ACT),

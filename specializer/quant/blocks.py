@@ -20,7 +20,7 @@ from specializer.quant import calls
 from specializer.quant.fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
                          one_over_one_plus_x_for_x_in_0_1, requantize)
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, Pair, PoolParams,
-                     SoftmaxParams)
+                     SoftmaxParams, TransposeConvParams)
 
 
 
@@ -138,6 +138,35 @@ def depthwise_conv2d(x, w, bias, p: DepthwiseParams):
             _check(bias, (cout,), jnp.int32, "bias", p)
             acc = acc + bias
         return _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation)
+
+
+def transpose_conv2d(x, w, bias, p: TransposeConvParams):
+    """arm_transpose_conv_s8 (TFLite's TRANSPOSE_CONV). x int8 NHWC, w int8 [Cout, KH, KW, Cin],
+    bias int32 [Cout] or None. Computed as a stride-1 convolution of the input with stride - 1
+    zero-point pixels between neighbours and the filter reversed: a stuffed or padded pixel holds
+    the zero point, so it adds (zp + input_offset) * w = 0, and every real product is TFLite's."""
+    _check(x, p.input_dims, jnp.int8, "input", p)
+    _check(w, p.filter_dims, jnp.int8, "filter", p)
+    cout, kh, kw, cin = p.filter_dims
+    n, ih, iw, _ = p.input_dims
+    _, oh, ow, _ = p.output_dims
+    lowered = calls.call(p, p.output_dims, *_operands(x, w, bias, cout, p))
+    if lowered is not None:
+        return lowered
+    with jax.named_scope(p.scope):
+        # output y reads stuffed row y + k - 1 - pad - t for reversed tap t: pad k - 1 - pad
+        # before, and after whatever the output's size needs (negative: rows cropped)
+        pads = [(k - 1 - pad, out - ((size - 1) * s + 1) - (k - 1 - pad) + k - 1, s - 1)
+                for k, pad, s, size, out in zip((kh, kw), p.padding, p.stride, (ih, iw), (oh, ow))]
+        xp = lax.pad(x, jnp.int8(-p.input_offset), ((0, 0, 0), *pads, (0, 0, 0)))
+        wr = w[:, ::-1, ::-1, :]
+        patches = jnp.concatenate([t for _, _, t in _taps(xp, kh, kw, (1, 1), (oh, ow))], axis=-1)
+        acc = _matmul_nt(patches.reshape(n * oh * ow, kh * kw * cin), wr.reshape(cout, kh * kw * cin))
+        acc = acc + jnp.int32(p.input_offset) * jnp.sum(w, axis=(1, 2, 3), dtype=jnp.int32)
+        if bias is not None:
+            _check(bias, (cout,), jnp.int32, "bias", p)
+            acc = acc + bias
+        return _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation).reshape(p.output_dims)
 
 
 def fully_connected(x, w, bias, p: FullyConnectedParams):

@@ -122,6 +122,34 @@ class DepthwiseParams(_Block):
 
 
 @dataclass(frozen=True)
+class TransposeConvParams(_Block):
+    """arm_transpose_conv_s8: NHWC input, filter [Cout, KH, KW, Cin] (TFLite's TRANSPOSE_CONV),
+    per-output-channel requantization. Input pixel (iy, ix) through tap (ky, kx) reaches output
+    (iy * stride_h - pad_h + ky, ix * stride_w - pad_w + kx); padding is (pad_h, pad_w), what
+    CMSIS-NN's transpose_conv_params.padding holds."""
+    op: ClassVar[str] = "transpose_conv_s8"
+    input_dims: tuple[int, int, int, int]
+    filter_dims: tuple[int, int, int, int]
+    output_dims: tuple[int, int, int, int]
+    stride: Pair
+    padding: Pair
+    input_offset: int
+    output_offset: int
+    activation: Pair
+    multipliers: tuple[int, ...]
+    shifts: tuple[int, ...]
+
+    def __post_init__(self):
+        _check_act(self.activation, self.op)
+        _check_quant(self.multipliers, self.shifts, self.filter_dims[0], self.op)
+        if min(self.stride) < 1 or min(self.padding) < 0:
+            raise ValueError(f"{self.op}: stride {self.stride} must be >= 1 and padding {self.padding} >= 0")
+        if self.filter_dims[3] != self.input_dims[3] or self.output_dims[3] != self.filter_dims[0]:
+            raise ValueError(f"{self.op}: filter {self.filter_dims} does not take input {self.input_dims} "
+                             f"to output {self.output_dims}")
+
+
+@dataclass(frozen=True)
 class FullyConnectedParams(_Block):
     """arm_fully_connected_s8: input [batch, in], filter [out, in] (TFLite's layout); one
     multiplier/shift (per tensor) or one per output."""

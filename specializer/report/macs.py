@@ -79,19 +79,30 @@ def transposed_conv_macs(batch, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w,
 
 def cmsis_nn(lines: list[str]) -> int:
     """MACs of the CMSIS-NN layer calls whose filter and output dims are constant globals."""
-    dims = {}
+    ints = {}  # constant i32 arrays: dims {n, h, w, c} and all-int32 parameter structs
     for line in lines:
         d = irtext.global_def(line) if line.startswith("@") else None
-        if d and d.kind == "constant" and d.type == "[4 x i32]":
+        if d and d.kind == "constant" and d.type.endswith(" x i32]"):
             values = irtext.array_elements(line[d.init_at:], "i32")
-            if values and len(values) == 4 and all(v.lstrip("-").isdigit() for v in values):
-                dims[d.name] = tuple(map(int, values))
+            if values and all(v.lstrip("-").isdigit() for v in values):
+                ints[d.name] = tuple(map(int, values))
     total = 0
-    for call in direct_calls(lines, tuple(CMSIS_NN)):
+    for call in direct_calls(lines, tuple(CMSIS_NN) + ("arm_transpose_conv_s8",)):
         params = _PARAMS[call.callee]
         if len(call.args) != len(params):
             continue
-        f, o = (global_arg(call.args[params.index(p)]) for p in ("filter_dims", "output_dims"))
-        if f in dims and o in dims:
-            total += CMSIS_NN[call.callee](dims[f], dims[o])
+        f, o = (ints.get(global_arg(call.args[params.index(p)])) for p in ("filter_dims", "output_dims"))
+        if f is None or o is None or len(f) != 4 or len(o) != 4:
+            continue
+        if call.callee == "arm_transpose_conv_s8":
+            i = ints.get(global_arg(call.args[params.index("input_dims")]))
+            t = ints.get(global_arg(call.args[params.index("transpose_conv_params")]))
+            if i is not None and t is not None and len(t) == 12:
+                # input_offset, output_offset, stride {w, h}, padding {w, h}, ...: the products
+                # of the stride-1 convolution of the stuffed input (transposed_conv_macs)
+                sw, sh, pw, ph = t[2:6]
+                total += transposed_conv_macs(i[0], i[1], i[2], i[3], o[1], o[2], o[3], f[1], f[2], 1, 1,
+                                              f[1] - 1 - ph, f[2] - 1 - pw, 1, 1, 1, sh, sw, 0)
+        else:
+            total += CMSIS_NN[call.callee](f, o)
     return total
