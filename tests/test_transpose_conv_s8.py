@@ -125,3 +125,94 @@ def test_params_refuse_what_tflite_cannot_mean():
         TransposeConvParams(**{**p.__dict__, "padding": (-1, 0)})
     with pytest.raises(ValueError, match="does not take"):
         TransposeConvParams(**{**p.__dict__, "output_dims": (1, 8, 10, 4)})
+
+
+# ---------------------------------------------------------------- quantize(): lax.conv_transpose
+
+# a conv autoencoder as a user writes one, as a model file: a strided conv encoder, a
+# conv_transpose decoder (SAME, then VALID to 26x26), biases and ReLUs, odd channel counts
+AUTOENCODER = """
+import jax
+import numpy as np
+from jax import lax
+
+from specializer.quant.ptq import quantize
+
+DN = ("NHWC", "HWIO", "NHWC")
+
+
+def float_ae(x, e1, c1, d1, c2, d2):
+    h = jax.nn.relu(lax.conv_general_dilated(x, e1, (2, 2), "SAME", dimension_numbers=DN) + c1)
+    h = jax.nn.relu(lax.conv_transpose(h, d1, (2, 2), "SAME", dimension_numbers=DN) + c2)
+    return lax.conv_transpose(h, d2, (2, 2), "VALID", dimension_numbers=DN)
+
+
+rng = np.random.default_rng(0)
+W = {"e1": (rng.standard_normal((3, 3, 1, 6)) * 0.5).astype(np.float32),
+     "c1": (rng.standard_normal(6) * 0.1).astype(np.float32),
+     "d1": (rng.standard_normal((3, 3, 6, 5)) * 0.3).astype(np.float32),
+     "c2": (rng.standard_normal(5) * 0.1).astype(np.float32),
+     "d2": (rng.standard_normal((4, 4, 5, 3)) * 0.3).astype(np.float32)}
+calibration = [{"x": rng.uniform(0, 1, (1, 12, 12, 1)).astype(np.float32)} for _ in range(16)]
+conv_ae_int8, params = quantize(float_ae, W, calibration, name="conv_ae_int8")
+conv_ae_int8.example_inputs = {"x": conv_ae_int8.inputs["x"].quantize(calibration[0]["x"])}
+conv_ae_int8.weights = params
+"""
+
+
+def quantized_autoencoder() -> dict:
+    ns: dict = {}
+    exec(compile(AUTOENCODER, "conv_ae_int8.py", "exec"), ns)
+    return ns
+
+
+def test_quantize_makes_conv_transpose_the_int8_block():
+    ns = quantized_autoencoder()
+    model, qp, w, rng = ns["conv_ae_int8"], ns["params"], ns["W"], np.random.default_rng(1)
+    assert [s.kind for s in model.steps] == ["conv", "tconv", "tconv"]
+    t1, t2 = model.steps[1].block, model.steps[2].block
+    # SAME with a 3x3 filter at stride 2: XLA pads the stuffed input (2, 1) -> TFLite padding 0;
+    # VALID with 4x4: XLA pads (3, 3) -> 0
+    assert (t1.stride, t1.padding, t1.output_dims) == ((2, 2), (0, 0), (1, 12, 12, 5))
+    assert (t2.filter_dims, t2.padding, t2.output_dims) == ((3, 4, 4, 5), (0, 0), (1, 26, 26, 3))
+    assert t1.activation[0] == t1.output_offset  # the ReLU folded into the clamp
+    for _ in range(4):
+        x = rng.uniform(0, 1, (1, 12, 12, 1)).astype(np.float32)
+        ref = np.asarray(ns["float_ae"](x, **w))
+        got = model.run_float(qp, x=x)
+        assert got.shape == ref.shape
+        # the same picture (a reversed or shifted filter is not), within about a step on average
+        # (min/max calibration on 16 inputs clips a few values of others)
+        assert np.corrcoef(got.ravel(), ref.ravel())[0, 1] > 0.999
+        assert np.abs(got - ref).mean() <= 1.5 * model.outputs[0].scale
+
+
+def test_quantize_refuses_a_transposed_padding_tflite_cannot_hold():
+    from jax import lax
+
+    from specializer.quant.graph import QuantizeError
+    from specializer.quant.ptq import quantize
+
+    def up(x, w):  # low padding 3 > k - 1 = 2: the output starts before the first input pixel
+        return lax.conv_transpose(x, w, (2, 2), ((3, 3), (3, 3)), dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    w = {"w": np.ones((3, 3, 2, 2), np.float32)}
+    with pytest.raises(QuantizeError, match="padding .* would be negative"):
+        quantize(up, w, [{"x": np.ones((1, 4, 4, 2), np.float32)}])
+
+
+@pytest.mark.slow  # about 20 s on QEMU; the .tflite decoder runs in every variant in the default suite
+def test_quantized_autoencoder_in_every_variant(tmp_path):
+    from specializer import inputs
+    from specializer.capture.capture import capture
+    from specializer.driver.compare import compare
+    from specializer.optimize import variants
+
+    src = tmp_path / "conv_ae_int8.py"
+    src.write_text(AUTOENCODER)
+    c = capture(src, "conv_ae_int8", tmp_path / "cap")
+    assert sum("onto arm_transpose_conv_s8" in line for line in c.log) == 2
+    comp = compare(inputs.load(c.model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
+    for r in comp.rows:
+        assert r.status == "pass", (r.variant, r)
+        assert r.max_abs_err == 0, r.variant

@@ -8,6 +8,8 @@ Anything else is refused with one error naming the primitive and its source line
 Supported (NHWC activations, float32):
   conv         lax.conv_general_dilated, NHWC/HWIO/NHWC, no dilation, groups 1
   depthwise    the same with feature_group_count == input channels (any channel multiplier)
+  tconv        lax.conv_transpose (an input-dilated conv_general_dilated, stride-1 window,
+               groups 1), NHWC/HWIO/NHWC: TFLite's TRANSPOSE_CONV
   dense        x @ W / jnp.dot / dot_general of a 2-D activation and a 2-D constant
   + bias       a constant added right after a conv/depthwise/dense, constant over all but the
                last (channel) axis
@@ -260,12 +262,24 @@ class _Builder:
         p = e.params
         if tuple(map(tuple, p["dimension_numbers"])) != NHWC_HWIO:
             self.refuse(e, "dimension numbers must be NHWC / HWIO / NHWC")
-        if set(p["lhs_dilation"]) != {1} or set(p["rhs_dilation"]) != {1} or p["batch_group_count"] != 1:
+        if set(p["rhs_dilation"]) != {1} or p["batch_group_count"] != 1:
             self.refuse(e, "dilated or batch-grouped convolutions are not supported")
         cin = x.aval.shape[3]
         groups = p["feature_group_count"]
         wv = self.val(w)
         attrs = dict(w=wv, w_var=w, stride=tuple(p["window_strides"]), padding=tuple(tuple(q) for q in p["padding"]))
+        if set(p["lhs_dilation"]) != {1}:
+            # lax.conv_transpose: the input dilated by the strides, a stride-1 window; TFLite's
+            # TRANSPOSE_CONV is that with the filter reversed and k - 1 - low padding
+            if set(p["window_strides"]) != {1} or groups != 1:
+                self.refuse(e, "an input-dilated convolution with window strides or groups is not supported")
+            pads = tuple(wv.shape[i] - 1 - p["padding"][i][0] for i in range(2))
+            if min(pads) < 0:
+                self.refuse(e, f"padding {attrs['padding']} starts the output before the first input pixel "
+                               "(a TRANSPOSE_CONV's padding would be negative)")
+            self.emit("tconv", [self.producer(x, e)], out, e, w=wv, w_var=w, stride=tuple(p["lhs_dilation"]),
+                      padding=pads)
+            return
         if groups == 1:
             self.emit("conv", [self.producer(x, e)], out, e, **attrs)
         elif groups == cin and wv.shape[2] == 1:
@@ -291,7 +305,7 @@ class _Builder:
         layer = self.producer(a, e)
         bv = np.broadcast_to(self.val(b), out.aval.shape)
         per_channel = bv.reshape(-1, bv.shape[-1])
-        if layer.kind not in ("conv", "depthwise", "dense") or "bias" in layer.attrs or layer.relu \
+        if layer.kind not in ("conv", "depthwise", "tconv", "dense") or "bias" in layer.attrs or layer.relu \
                 or self.uses.get(a, 0) != 1 or not (per_channel == per_channel[:1]).all():
             self.refuse(e, "a constant may only be added as a per-channel bias right after a conv/depthwise/dense")
         layer.attrs["bias"] = per_channel[0].astype(np.float32)
@@ -303,7 +317,7 @@ class _Builder:
         if not self.is_const(b) or np.any(self.val(b) != 0):
             self.refuse(e, "only max(x, 0) (relu) is supported")
         layer = self.producer(a, e)
-        if layer.kind not in ("conv", "depthwise", "dense", "add", "maxpool", "avgpool") \
+        if layer.kind not in ("conv", "depthwise", "tconv", "dense", "add", "maxpool", "avgpool") \
                 or layer.relu or self.uses.get(a, 0) != 1:
             self.refuse(e, "relu must directly follow a conv/depthwise/dense/add/pool whose result nothing else reads")
         layer.relu = True

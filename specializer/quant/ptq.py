@@ -28,7 +28,7 @@ from specializer.quant.fixedpoint import quantize_multiplier
 
 from specializer.quant.graph import Graph, Layer, QuantizeError, build, evaluate
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
-                     SoftmaxParams)
+                     SoftmaxParams, TransposeConvParams)
 
 SOFTMAX_INTEGER_BITS = 5  # TFLite's kScaledDiffIntegerBits
 ADD_LEFT_SHIFT = 20       # TFLite's int8 add
@@ -132,6 +132,8 @@ def _run(s: Step, x, w, b):
         return blocks.conv2d(x[0], w, b, s.block)
     if s.kind == "depthwise":
         return blocks.depthwise_conv2d(x[0], w, b, s.block)
+    if s.kind == "tconv":
+        return blocks.transpose_conv2d(x[0], w, b, s.block)
     if s.kind == "dense":
         return blocks.fully_connected(x[0], w, b, s.block)
     if s.kind == "maxpool":
@@ -245,7 +247,7 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname):
     a = layer.attrs
     x_shape = tuple(layer.ins[0].out.aval.shape)
     out_shape = tuple(layer.out.aval.shape)
-    if layer.kind in ("conv", "depthwise", "dense"):
+    if layer.kind in ("conv", "depthwise", "tconv", "dense"):
         q = activation_qparams(*rng)
         w = a["w"]
         per_channel = layer.kind != "dense"
@@ -264,6 +266,12 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname):
             qparams[wname] = _quant_weights(w, ws).transpose(3, 0, 1, 2)  # HWIO -> OHWI
             block = ConvParams(input_dims=x_shape, filter_dims=(cout, kh, kw, cin), output_dims=out_shape,
                                stride=a["stride"], padding=a["padding"], **common)
+        elif layer.kind == "tconv":
+            kh, kw, cin, cout = w.shape
+            # HWIO as XLA's stride-1 window reads it -> OHWI reversed, as TRANSPOSE_CONV scatters
+            qparams[wname] = np.ascontiguousarray(_quant_weights(w, ws)[::-1, ::-1].transpose(3, 0, 1, 2))
+            block = TransposeConvParams(input_dims=x_shape, filter_dims=(cout, kh, kw, cin), output_dims=out_shape,
+                                        stride=a["stride"], padding=a["padding"], **common)
         elif layer.kind == "depthwise":
             kh, kw, _, cout = w.shape
             qparams[wname] = _quant_weights(w, ws).transpose(2, 0, 1, 3)  # HW1C -> 1HWC
