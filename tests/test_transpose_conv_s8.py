@@ -106,6 +106,19 @@ def test_shim_equals_tflite_reference(host, name):
     np.testing.assert_array_equal(run_shim(host, p, x, w, b), scatter(p, x, w, b).reshape(p.output_dims))
 
 
+@pytest.mark.parametrize("name", CASES)
+def test_mac_count_is_the_products_landing_in_the_output(name):
+    """TransposeConvParams.macs (the layer table's count) is the number of products the scatter
+    adds into the output; report/macs.py's count of the lowered call is checked against the same
+    arithmetic on a captured model (test_tflite_capture.py)."""
+    p, *_ = case_data(name)
+    landing = sum(0 <= iy * p.stride[0] - p.padding[0] + ky < p.output_dims[1]
+                  and 0 <= ix * p.stride[1] - p.padding[1] + kx < p.output_dims[2]
+                  for iy in range(p.input_dims[1]) for ix in range(p.input_dims[2])
+                  for ky in range(p.filter_dims[1]) for kx in range(p.filter_dims[2]))
+    assert p.macs() == landing * p.input_dims[0] * p.input_dims[3] * p.filter_dims[0]
+
+
 def test_shim_refuses_a_filter_of_other_channels(host):
     p, x, w, b = case_data("same_stride2")
     bad = TransposeConvParams(**{**p.__dict__, "filter_dims": (5, 3, 3, 3)})

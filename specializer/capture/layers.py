@@ -115,8 +115,9 @@ def of_tflite(model, arena: int | None) -> Layers:
         o = tensor(layer.output)
         ws = [np.asarray(model.weights[n]) for n in layer.weights]
         filt = tuple(ws[0].shape) if ws and layer.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") else None
+        n_macs = layer.block.macs() if hasattr(layer.block, "macs") else macs(layer.name, filt, o)  # int8 TRANSPOSE_CONV
         out.append(Layer(layer.op, layer.name, g.tensors[layer.output].name, scope(layer), ins, (o,),
-                         macs(layer.name, filt, o), sum(w.nbytes for w in ws),
+                         n_macs, sum(w.nbytes for w in ws),
                          sum(t.bytes for t in ins) + o.bytes))
     return Layers("tflite", str(Path(model.path).resolve()), tuple(out), arena)
 
@@ -136,7 +137,8 @@ def of_quantized(model, inputs: dict, params: dict, source: str) -> Layers:
         filt = None
         if s.kind in ("conv", "depthwise", "dense") and ws:  # stored OHWI, 1HWC, [out, in] as TFLite's
             filt = tuple(ws[0].shape)
-        out.append(Layer(k, s.kind, model.scope(k), model.scope(k), ins, (o,), macs(s.kind, filt, o),
+        n_macs = s.block.macs() if hasattr(s.block, "macs") else macs(s.kind, filt, o)  # tconv: its own count
+        out.append(Layer(k, s.kind, model.scope(k), model.scope(k), ins, (o,), n_macs,
                          sum(w.nbytes for w in ws), sum(t.bytes for t in ins) + o.bytes, snrs[k]))
     notes = ("snr_db: each int8 block's output dequantized, against the float model's same layer, both on the "
              "example input (the float model gets it dequantized); null where the float layer is all zero",)

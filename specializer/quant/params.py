@@ -148,6 +148,16 @@ class TransposeConvParams(_Block):
             raise ValueError(f"{self.op}: filter {self.filter_dims} does not take input {self.input_dims} "
                              f"to output {self.output_dims}")
 
+    def macs(self) -> int:
+        """The products TFLite's scatter computes: those landing inside the output."""
+        def landing(size: int, k: int, s: int, pad: int, out: int) -> int:
+            return sum(1 for i in range(size) for t in range(k) if 0 <= i * s - pad + t < out)
+        n, ih, iw, cin = self.input_dims
+        cout, kh, kw, _ = self.filter_dims
+        _, oh, ow, _ = self.output_dims
+        return (n * landing(ih, kh, self.stride[0], self.padding[0], oh)
+                * landing(iw, kw, self.stride[1], self.padding[1], ow) * cin * cout)
+
 
 @dataclass(frozen=True)
 class FullyConnectedParams(_Block):
