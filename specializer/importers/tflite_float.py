@@ -12,6 +12,7 @@ from specializer.importers.tflite_file import ACTIVATION_NAMES, TensorRecord
 from specializer.importers.tflite_layer import (Layer, OpContext, check_dense_options, filter_and_bias, nhwc,
                                                 nhwc_out, padding, pool_window, reshape, second_input,
                                                 stride_dilation, transpose_conv_inputs)
+from specializer.quant.blocks import stuffed_padding
 
 _ACTIVATIONS = {"NONE": lambda v: v, "RELU": lambda v: jnp.maximum(v, 0.0),
                 "RELU6": lambda v: jnp.clip(v, 0.0, 6.0), "RELU_N1_TO_1": lambda v: jnp.clip(v, -1.0, 1.0)}
@@ -64,7 +65,7 @@ def transpose_conv(c: OpContext, x: TensorRecord) -> Layer:
     if c.out.type != "FLOAT32":
         raise c.refuse(f"output type {c.out.type} with a FLOAT32 input")
     w, names, stride, before = transpose_conv_inputs(c, x, "FLOAT32", "FLOAT32")
-    pads = [(k - 1 - pad, out - (size - 1) * s - 1 - (k - 1 - pad) + k - 1)
+    pads = [stuffed_padding(size, out, k, s, pad)
             for size, out, k, s, pad in zip(x.shape[1:3], c.out.shape[1:3], w.shape[1:3], stride, before)]
     act = activation(c)
 

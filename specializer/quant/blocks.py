@@ -140,6 +140,15 @@ def depthwise_conv2d(x, w, bias, p: DepthwiseParams):
         return _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation)
 
 
+def stuffed_padding(size: int, out: int, k: int, stride: int, pad: int) -> Pair:
+    """A transposed convolution (out = in * stride - pad + tap) as a stride-1 convolution of the
+    input with stride - 1 pixels stuffed between neighbours and the filter reversed: the (low,
+    high) padding of the stuffed input. Output y reads stuffed row y + t - (k - 1 - pad) through
+    reversed tap t; the high side is whatever the output's size needs (negative: rows cropped)."""
+    low = k - 1 - pad
+    return low, out + k - 1 - ((size - 1) * stride + 1) - low
+
+
 def transpose_conv2d(x, w, bias, p: TransposeConvParams):
     """arm_transpose_conv_s8 (TFLite's TRANSPOSE_CONV). x int8 NHWC, w int8 [Cout, KH, KW, Cin],
     bias int32 [Cout] or None. Computed as a stride-1 convolution of the input with stride - 1
@@ -154,9 +163,7 @@ def transpose_conv2d(x, w, bias, p: TransposeConvParams):
     if lowered is not None:
         return lowered
     with jax.named_scope(p.scope):
-        # output y reads stuffed row y + k - 1 - pad - t for reversed tap t: pad k - 1 - pad
-        # before, and after whatever the output's size needs (negative: rows cropped)
-        pads = [(k - 1 - pad, out - ((size - 1) * s + 1) - (k - 1 - pad) + k - 1, s - 1)
+        pads = [(*stuffed_padding(size, out, k, s, pad), s - 1)
                 for k, pad, s, size, out in zip((kh, kw), p.padding, p.stride, (ih, iw), (oh, ow))]
         xp = lax.pad(x, jnp.int8(-p.input_offset), ((0, 0, 0), *pads, (0, 0, 0)))
         wr = w[:, ::-1, ::-1, :]

@@ -18,22 +18,43 @@ from specializer.llvm.irtext import direct_calls, global_arg
 KERNELS = ("libjit_matmul_f32", "libjit_matmul_s8_s32", "libjit_matmul_s32", "libjit_conv2d_f32",
            "libjit_conv_transpose2d_f32")
 
-# CMSIS-NN call -> MACs from its filter and output dims ({n, h, w, c} each)
+# CMSIS-NN call -> MACs from its constant arguments: d(parameter name) is that argument's global
+# (dims {n, h, w, c}, an all-int32 parameter struct), raising KeyError where it is not constant
+
+
+def _conv(d) -> int:  # filter [C_OUT, KH, KW, CK]: every output value sums KH * KW * CK products
+    f, o = d("filter_dims"), d("output_dims")
+    return o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3]
+
+
+def _depthwise(d) -> int:  # filter [1, KH, KW, C_OUT]: KH * KW products per output value
+    f, o = d("filter_dims"), d("output_dims")
+    return o[0] * o[1] * o[2] * o[3] * f[1] * f[2]
+
+
+def _fully_connected(d) -> int:  # filter [ACCUM_DEPTH, -, -, C_OUT], output [BATCH, -, -, C_OUT]
+    f, o = d("filter_dims"), d("output_dims")
+    return o[0] * f[0] * o[3]
+
+
+def _transpose_conv(d) -> int:
+    """filter [C_OUT, KH, KW, C_IN]; params {input_offset, output_offset, stride {w, h}, padding
+    {w, h}, ...}: the products of the stride-1 convolution of the stuffed input that land on
+    real pixels (transposed_conv_macs), low padding k - 1 - pad."""
+    i, f, o, t = d("input_dims"), d("filter_dims"), d("output_dims"), d("transpose_conv_params")
+    sw, sh, pw, ph = t[2:6]
+    return transposed_conv_macs(i[0], i[1], i[2], i[3], o[1], o[2], o[3], f[1], f[2], 1, 1,
+                                f[1] - 1 - ph, f[2] - 1 - pw, 1, 1, 1, sh, sw, 0)
+
+
 CMSIS_NN = {
-    # filter [C_OUT, KH, KW, CK]: every output value sums KH * KW * CK products
-    "arm_convolve_wrapper_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3],
-    "arm_convolve_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3],
+    "arm_convolve_wrapper_s8": _conv, "arm_convolve_s8": _conv,
     # the forms the wrapper picks (capture calls the picked one directly): the same sums
-    "arm_convolve_1x1_s8_fast": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3],
-    "arm_convolve_1x1_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3],
-    "arm_convolve_1_x_n_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2] * f[3],
-    # filter [1, KH, KW, C_OUT]: KH * KW products per output value
-    "arm_depthwise_conv_wrapper_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2],
-    "arm_depthwise_conv_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2],
-    "arm_depthwise_conv_3x3_s8": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2],
-    "arm_depthwise_conv_s8_opt": lambda f, o: o[0] * o[1] * o[2] * o[3] * f[1] * f[2],
-    # filter [ACCUM_DEPTH, -, -, C_OUT], output [BATCH, -, -, C_OUT]
-    "arm_fully_connected_s8": lambda f, o: o[0] * f[0] * o[3],
+    "arm_convolve_1x1_s8_fast": _conv, "arm_convolve_1x1_s8": _conv, "arm_convolve_1_x_n_s8": _conv,
+    "arm_depthwise_conv_wrapper_s8": _depthwise, "arm_depthwise_conv_s8": _depthwise,
+    "arm_depthwise_conv_3x3_s8": _depthwise, "arm_depthwise_conv_s8_opt": _depthwise,
+    "arm_fully_connected_s8": _fully_connected,
+    "arm_transpose_conv_s8": _transpose_conv,
 }
 _PARAMS = {f.name: [n for _, n in f.params] for f in FUNCTIONS}
 
@@ -78,31 +99,24 @@ def transposed_conv_macs(batch, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w,
 
 
 def cmsis_nn(lines: list[str]) -> int:
-    """MACs of the CMSIS-NN layer calls whose filter and output dims are constant globals."""
+    """MACs of the CMSIS-NN layer calls whose dims (and parameters) are constant globals."""
     ints = {}  # constant i32 arrays: dims {n, h, w, c} and all-int32 parameter structs
     for line in lines:
-        d = irtext.global_def(line) if line.startswith("@") else None
-        if d and d.kind == "constant" and d.type.endswith(" x i32]"):
-            values = irtext.array_elements(line[d.init_at:], "i32")
+        g = irtext.global_def(line) if line.startswith("@") else None
+        if g and g.kind == "constant" and g.type.endswith(" x i32]"):
+            values = irtext.array_elements(line[g.init_at:], "i32")
             if values and all(v.lstrip("-").isdigit() for v in values):
-                ints[d.name] = tuple(map(int, values))
+                ints[g.name] = tuple(map(int, values))
     total = 0
-    for call in direct_calls(lines, tuple(CMSIS_NN) + ("arm_transpose_conv_s8",)):
+    for call in direct_calls(lines, tuple(CMSIS_NN)):
         params = _PARAMS[call.callee]
         if len(call.args) != len(params):
             continue
-        f, o = (ints.get(global_arg(call.args[params.index(p)])) for p in ("filter_dims", "output_dims"))
-        if f is None or o is None or len(f) != 4 or len(o) != 4:
+
+        def d(name: str) -> tuple[int, ...]:
+            return ints[global_arg(call.args[params.index(name)])]
+        try:
+            total += CMSIS_NN[call.callee](d)
+        except (KeyError, IndexError):  # an argument that is not a constant global of that form
             continue
-        if call.callee == "arm_transpose_conv_s8":
-            i = ints.get(global_arg(call.args[params.index("input_dims")]))
-            t = ints.get(global_arg(call.args[params.index("transpose_conv_params")]))
-            if i is not None and t is not None and len(t) == 12:
-                # input_offset, output_offset, stride {w, h}, padding {w, h}, ...: the products
-                # of the stride-1 convolution of the stuffed input (transposed_conv_macs)
-                sw, sh, pw, ph = t[2:6]
-                total += transposed_conv_macs(i[0], i[1], i[2], i[3], o[1], o[2], o[3], f[1], f[2], 1, 1,
-                                              f[1] - 1 - ph, f[2] - 1 - pw, 1, 1, 1, sh, sw, 0)
-        else:
-            total += CMSIS_NN[call.callee](f, o)
     return total
