@@ -53,6 +53,14 @@ void libjit_conv_transpose2d_f32(float *out, const float *in, const float *filte
                                  int32_t pad_left, int32_t dil_h, int32_t dil_w, int32_t groups,
                                  int32_t bdil_h, int32_t bdil_w, int32_t reverse);
 
+/* Depthwise convolution with channel multiplier 2 or 4 (out_c == 2 * in_c or 4 * in_c): as
+ * libjit_conv2d_f32 with groups == in_c, no scratch. */
+void libjit_dwconv_mult_f32(float *out, const float *in, const float *filter, int32_t batch,
+                            int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
+                            int32_t out_c, int32_t k_h, int32_t k_w, int32_t stride_h,
+                            int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dil_h,
+                            int32_t dil_w);
+
 /* Scratch floats for libjit_conv2d_f32: out_w * k_h * k_w * cin_g, cin_g = in_c / groups. */
 #define LIBJIT_CONV2D_SCRATCH_FLOATS(out_w, k_h, k_w, cin_g) \
   ((out_w) * (k_h) * (k_w) * (cin_g))

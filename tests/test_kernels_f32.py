@@ -16,8 +16,9 @@ GUARD = 16
 SENTINEL = np.float32(12345.0)
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
+def host_library(out_dir, *extra: str):
+    """matmul_f32.c, conv2d_f32.c, the CMSIS-DSP sources they use and `extra` (more libkernels
+    files) built for the host as one shared library (skips without gcc or CMSIS-DSP)."""
     gcc = shutil.which("gcc")
     if gcc is None:
         pytest.skip("no host gcc")
@@ -27,8 +28,9 @@ def lib(tmp_path_factory):
         pytest.skip(str(e))
     src = repo_root() / "libkernels"
     listed = [ln.split("#")[0].strip() for ln in (src / "cmsis_dsp_sources.txt").read_text().splitlines()]
-    sources = [src / "matmul_f32.c", src / "conv2d_f32.c"] + [dsp / "Source" / n for n in listed if n]
-    so = tmp_path_factory.mktemp("kernels_f32") / "libkernels_f32.so"
+    sources = [src / "matmul_f32.c", src / "conv2d_f32.c"] + [src / e for e in extra]
+    sources += [dsp / "Source" / n for n in listed if n]
+    so = out_dir / "libkernels_f32.so"
     cmd = [gcc, "-O2", "-std=c11", "-Wall", "-Werror", "-fPIC", "-shared", "-ffp-contract=off",
            "-D__GNUC_PYTHON__", f"-I{src}", f"-I{dsp / 'Include'}", f"-I{dsp / 'PrivateInclude'}",
            *map(str, sources), "-o", str(so), "-lm"]
@@ -36,10 +38,17 @@ def lib(tmp_path_factory):
     assert r.returncode == 0, r.stderr
     so_lib = ctypes.CDLL(str(so))
     p, i = ctypes.c_void_p, ctypes.c_int32
-    so_lib.libjit_matmul_f32.argtypes = [p, p, p] + [i] * 6
-    so_lib.libjit_matmul_f32.restype = None
     so_lib.libjit_conv2d_f32.argtypes = [p, p, p, p] + [i] * 16
     so_lib.libjit_conv2d_f32.restype = None
+    return so_lib
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    so_lib = host_library(tmp_path_factory.mktemp("kernels_f32"))
+    p, i = ctypes.c_void_p, ctypes.c_int32
+    so_lib.libjit_matmul_f32.argtypes = [p, p, p] + [i] * 6
+    so_lib.libjit_matmul_f32.restype = None
     return so_lib
 
 

@@ -21,6 +21,10 @@ DOT_KERNELS = {("f32", "f32", "f32"): "libjit_matmul_f32", ("s8", "s8", "s32"): 
 CONV_KERNELS = {("f32", "f32", "f32"): "libjit_conv2d_f32"}
 # a convolution of a dilated input (a transposed convolution) -> its own kernel, no scratch
 TRANSPOSED_CONV_KERNELS = {"libjit_conv2d_f32": "libjit_conv_transpose2d_f32"}
+# a depthwise convolution with channel multiplier 2 or 4 -> its own kernel, no scratch (the
+# general kernel reloads each input value once per output channel it feeds)
+DEPTHWISE_MULT_KERNELS = {"libjit_conv2d_f32": "libjit_dwconv_mult_f32"}
+DEPTHWISE_MULTS = (2, 4)
 
 
 @dataclass(frozen=True)
@@ -103,8 +107,9 @@ def conv_scratch_floats(out_w: int, k_h: int, k_w: int, cin_per_group: int) -> i
 
 def lower_conv(op_name: str, inp: Operand, kernel: Operand, out: Operand, dn: dict, window: tuple,
                groups: int) -> LibCall:
-    """convolution (NHWC input, HWIO filter, NHWC output; 1 or 2 spatial dims) -> libjit_conv2d_*, or
-    libjit_conv_transpose2d_* for a dilated input or a reversed window."""
+    """convolution (NHWC input, HWIO filter, NHWC output; 1 or 2 spatial dims) -> libjit_conv2d_*,
+    libjit_conv_transpose2d_* for a dilated input or a reversed window, libjit_dwconv_mult_* for a
+    depthwise one with channel multiplier 2 or 4."""
     def refuse(why: str) -> UserError:
         return UserError(f"unsupported op: convolution '{op_name}' ({inp} * {kernel} -> {out}): {why}")
 
@@ -148,6 +153,10 @@ def lower_conv(op_name: str, inp: Operand, kernel: Operand, out: Operand, dn: di
             out.slice, inp.slice, kernel.slice, batch, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w,
             stride[0], stride[1], win[0]["padding_low"], win[1]["padding_low"], dil[0], dil[1], groups,
             base_dil[0], base_dil[1], reverse))
+    if groups == in_c and out_c // in_c in DEPTHWISE_MULTS and out_c % in_c == 0:
+        return LibCall(DEPTHWISE_MULT_KERNELS[fn], (
+            out.slice, inp.slice, kernel.slice, batch, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w,
+            stride[0], stride[1], win[0]["padding_low"], win[1]["padding_low"], dil[0], dil[1]))
     scratch = conv_scratch_floats(out_w, k_h, k_w, in_c // groups) * 4
     return LibCall(fn, (out.slice, inp.slice, kernel.slice, Scratch(scratch),
                         batch, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w,

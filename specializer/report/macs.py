@@ -16,7 +16,7 @@ from specializer.llvm import irtext
 from specializer.llvm.irtext import direct_calls, global_arg
 
 KERNELS = ("libjit_matmul_f32", "libjit_matmul_s8_s32", "libjit_matmul_s32", "libjit_conv2d_f32",
-           "libjit_conv_transpose2d_f32")
+           "libjit_conv_transpose2d_f32", "libjit_dwconv_mult_f32")
 
 # CMSIS-NN call -> MACs from its constant arguments: d(parameter name) is that argument's global
 # (dims {n, h, w, c}, an all-int32 parameter struct), raising KeyError where it is not constant
@@ -74,6 +74,11 @@ def count(text: str) -> int:
             v = call.ints(3, 19)
             if v:
                 total += transposed_conv_macs(*v)
+        elif call.callee == "libjit_dwconv_mult_f32":
+            v = call.ints(3, 9)  # no scratch; one input channel per output
+            if v:
+                batch, _, _, _, out_h, out_w, out_c, k_h, k_w = v
+                total += batch * out_h * out_w * out_c * k_h * k_w
         else:
             v = call.ints(4, 16)
             if v:
