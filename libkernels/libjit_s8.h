@@ -36,6 +36,14 @@ int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const 
                          int32_t plane_h, int32_t plane_w, int32_t pad_value, int32_t fast, int32_t out_offset,
                          int32_t act_min, int32_t act_max);
 
+/* The same with channel multiplier mult: output channel c * mult + m reads input channel c
+ * (out [out_h][out_w][ch * mult]); w and rq per output channel. Returns 0. */
+int32_t libjit_dwconv_mult_s8(int8_t *out, const int8_t *in, const int16_t *w, const int32_t *rq, int16_t *plane,
+                              int32_t in_h, int32_t in_w, int32_t ch, int32_t kh, int32_t kw, int32_t stride_h,
+                              int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t out_h, int32_t out_w,
+                              int32_t plane_h, int32_t plane_w, int32_t pad_value, int32_t fast,
+                              int32_t out_offset, int32_t act_min, int32_t act_max, int32_t mult);
+
 /* int8 convolution, batch 1, NHWC [in_h][in_w][in_c] -> [out_h][out_w][out_c], filter
  * [out_c][kh][kw][in_c], CMSIS-NN's arm_convolve_s8 results exactly, for weights known at compile
  * time (conv_s8.c; specializer/optimize/relayout_conv.py writes the arguments): w int16 panels of

@@ -67,3 +67,34 @@ def test_relayout_runs_the_rule_on_any_cmsis_nn_and_skips_shape_only_calls():
     numbered = callsites.number(MODULE)
     text, notes = relayout.relayout(numbered, True, frozenset({1}))
     assert "@libjit_dwconv_s8(" not in text
+
+
+def test_a_channel_multiplier_calls_the_mult_kernel_with_pairs_per_output_channel():
+    # one input channel, multiplier 2: filter [1][1][3][2] (tap-major), two biases and scales
+    module = (MODULE.replace("i32 -4, i32 1, i32 1,", "i32 -4, i32 2, i32 1,", 1)
+              .replace("@m = private unnamed_addr constant [1 x i32] [i32 1073741824]",
+                       "@m = private unnamed_addr constant [2 x i32] [i32 1073741824, i32 1073741824]")
+              .replace("@s = private unnamed_addr constant [1 x i32] [i32 -2]",
+                       "@s = private unnamed_addr constant [2 x i32] [i32 -2, i32 -2]")
+              .replace("@fd = private unnamed_addr constant [4 x i32] [i32 1, i32 1, i32 3, i32 1]",
+                       "@fd = private unnamed_addr constant [4 x i32] [i32 1, i32 1, i32 3, i32 2]\n"
+                       "@od = private unnamed_addr constant [4 x i32] [i32 1, i32 1, i32 4, i32 2]")
+              .replace('@w = constant [3 x i8] c"\\03\\FB\\07"', '@w = constant [6 x i8] c"\\03\\01\\FB\\02\\07\\FF"')
+              .replace("@b = constant [1 x i32] [i32 100]", "@b = constant [2 x i32] [i32 100, i32 -50]")
+              .replace("ptr @b, ptr @in,", "ptr @b, ptr @od,"))
+    text, notes = relayout_depthwise.depthwise(module, lambda line: False)
+    calls = [ln for ln in text.splitlines() if " call " in ln]
+    # the same arguments as libjit_dwconv_s8's (ch is the input's 1), then the multiplier
+    assert calls[0] == ("  %a = call i32 @libjit_dwconv_mult_s8(ptr getelementptr (i8, ptr @arena, i32 4), ptr @arena, "
+                        "ptr @libjit.dwconv.0.w16, ptr @libjit.dwconv.0.rq, ptr @libjit.dwconv.plane, i32 1, i32 4, "
+                        "i32 1, i32 1, i32 3, i32 1, i32 1, i32 0, i32 1, i32 1, i32 4, i32 1, i32 6, i32 -128, "
+                        "i32 1, i32 -4, i32 -128, i32 127, i32 2)")
+    # per output channel, doubled: taps (3,-5,7) then (1,2,-1); biases 2 * (b + 128 * sum(w))
+    assert "@libjit.dwconv.0.w16 = internal unnamed_addr constant [12 x i16] [i16 6, i16 -10, i16 14, i16 0, " \
+           "i16 -10, i16 14, i16 2, i16 4, i16 -2, i16 0, i16 4, i16 -2], align 4" in text
+    assert "@libjit.dwconv.0.rq = internal unnamed_addr constant [8 x i32] [i32 1480, i32 1073741824, " \
+           "i32 -14, i32 2, i32 412, i32 1073741824, i32 -14, i32 2], align 4" in text
+    assert "declare i32 @libjit_dwconv_mult_s8(" + "ptr, " * 5 + ", ".join(["i32"] * 19) + ")" in text
+    assert "declare i32 @libjit_dwconv_s8(" not in text
+    assert [n.kernel for n in notes] == ["libjit_dwconv_mult_s8", ""]
+    assert "weights as int16 SMLAD pairs 6 -> 24 bytes" in notes[0].log_line()

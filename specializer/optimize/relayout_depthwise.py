@@ -1,10 +1,12 @@
 """The all-args int8 depthwise rule: weights known at compile time, laid out for SMLAD.
 
 A CMSIS-NN depthwise call (any of the forms capture calls) whose filter, bias, quantization and
-parameters are constant globals, with channel multiplier 1, batch 1, dilation 1 and a horizontal
-stride of 1 or 2, calls ``libjit_dwconv_s8`` (libkernels/dwconv_s8.c) instead, with:
+parameters are constant globals, with batch 1, dilation 1 and a horizontal stride of 1 or 2, calls
+``libjit_dwconv_s8`` (libkernels/dwconv_s8.c) instead, or at a channel multiplier above 1
+``libjit_dwconv_mult_s8`` (libkernels/dwconv_mult_s8.c: one copy of an input channel serves its
+output channels), with:
 
-* the weights as int16 pairs per channel and filter row, in the order the kernel's SMLADs read
+* the weights as int16 pairs per output channel and filter row, in the order the kernel's SMLADs read
   them (a new constant global, twice the int8 weight's bytes, a little more for odd widths);
 * the bias with ``input_offset * sum(the channel's weights)`` folded in, so the kernel adds no
   offset per tap: its padded plane holds the input zero point where CMSIS-NN skips a tap, which
@@ -31,6 +33,7 @@ from specializer.llvm.irtext import direct_calls, global_arg, quote
 FORMS = ("arm_depthwise_conv_wrapper_s8", "arm_depthwise_conv_s8", "arm_depthwise_conv_3x3_s8",
          "arm_depthwise_conv_s8_opt")
 KERNEL = "libjit_dwconv_s8"
+MULT_KERNEL = "libjit_dwconv_mult_s8"  # its arguments: KERNEL's, then the multiplier
 PLANE = "libjit.dwconv.plane"
 _ARGS = 11  # ctx, params, quant_params, input_dims, input, filter_dims, filter, bias_dims, bias, output_dims, output
 
@@ -58,7 +61,7 @@ class Depthwise:
 class Shape:
     in_h: int
     in_w: int
-    ch: int
+    ch: int  # input channels
     kh: int
     kw: int
     stride_h: int
@@ -67,6 +70,15 @@ class Shape:
     pad_left: int
     out_h: int
     out_w: int
+    mult: int = 1  # channel multiplier: output channel c * mult + m reads input channel c
+
+    @property
+    def out_c(self) -> int:
+        return self.ch * self.mult
+
+    @property
+    def kernel(self) -> str:
+        return KERNEL if self.mult == 1 else MULT_KERNEL
 
     @property
     def pairs(self) -> tuple[int, int]:
@@ -96,14 +108,15 @@ class Args(int8_layout.KernelArgs):
         """The i32 arguments after the five pointers, in the kernel's order."""
         s = self.shape
         return [s.in_h, s.in_w, s.ch, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_top, s.pad_left, s.out_h, s.out_w,
-                *s.plane(), self.pad_value, int(self.fast), self.out_offset, *self.act]
+                *s.plane(), self.pad_value, int(self.fast), self.out_offset, *self.act] + \
+            ([s.mult] if s.mult != 1 else [])
 
 
 def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shift: list[int], in_off: int,
               out_off: int, act: tuple[int, int]) -> Args:
-    """The kernel's arguments for a layer: w [kh][kw][ch] int8 values, CMSIS-NN's parameters."""
-    w = np.asarray(w, np.int64).reshape(shape.kh, shape.kw, shape.ch)
-    taps = w.reshape(-1, shape.ch).T  # [ch][kh * kw]
+    """The kernel's arguments for a layer: w [kh][kw][out_c] int8 values, CMSIS-NN's parameters."""
+    w = np.asarray(w, np.int64).reshape(shape.kh, shape.kw, shape.out_c)
+    taps = w.reshape(-1, shape.out_c).T  # [out_c][kh * kw]
     fast, rq = int8_layout.requant_records(taps, bias, mult, shift, in_off, out_off)
     return Args(_pairs(w * (2 if fast else 1), shape), rq, fast, -in_off, out_off, act, shape)
 
@@ -116,8 +129,8 @@ def _read(g: int8_layout.Globals, args: list[str]) -> Args | str:
         return "parameters or dims not constant globals"
     in_off, out_off, ch_mult, sw, sh, pw, ph, dw, dh, act_min, act_max = params
     (n, in_h, in_w, in_c), (_, kh, kw, fc), (on, out_h, out_w, out_c) = dims
-    if ch_mult != 1 or in_c != out_c or fc != out_c:
-        return f"channel multiplier {ch_mult}"
+    if ch_mult < 1 or in_c * ch_mult != out_c or fc != out_c:
+        return f"channel multiplier {ch_mult} with {in_c} input and {out_c} output channels"
     if n != 1 or on != 1:
         return f"batch {n}"
     if (dw, dh) != (1, 1):
@@ -127,15 +140,15 @@ def _read(g: int8_layout.Globals, args: list[str]) -> Args | str:
     k = int8_layout.constants(g, args, out_c, kh * kw * out_c)
     if isinstance(k, str):
         return k
-    shape = Shape(in_h, in_w, in_c, kh, kw, sh, sw, ph, pw, out_h, out_w)
+    shape = Shape(in_h, in_w, in_c, kh, kw, sh, sw, ph, pw, out_h, out_w, ch_mult)
     return arguments(shape, k.weights, k.bias, k.mult, k.shift, in_off, out_off, (act_min, act_max))
 
 
 def _pairs(w: np.ndarray, s: Shape) -> np.ndarray:
-    """[kh][kw][ch] int8 -> per channel, per row: jw pairs (w0,w1),(w2,w3),.. then jv pairs
+    """[kh][kw][out_c] int8 -> per output channel, per row: jw pairs (w0,w1),(w2,w3),.. then jv pairs
     (w1,w2),(w3,w4),.. (libkernels/dwconv_s8.c); a tap past the filter's width is 0."""
     jw, jv = s.pairs
-    padded = np.zeros((s.kh, 2 * jw + 2, s.ch), np.int32)
+    padded = np.zeros((s.kh, 2 * jw + 2, s.out_c), np.int32)
     padded[:, :s.kw] = w
     even = padded[:, :2 * jw]  # taps 0..2jw-1
     odd = padded[:, 1:1 + 2 * jv]  # taps 1..2jv
@@ -148,7 +161,7 @@ def depthwise(text: str, skipped) -> tuple[str, tuple[Depthwise, ...]]:
     name."""
     lines = text.split("\n")
     g = int8_layout.Globals(lines)
-    notes, new, plane, named = [], [], 0, {}
+    notes, new, plane, named, kernels = [], [], 0, {}, set()
     for call in list(direct_calls(lines, FORMS)):
         args = call.args
         if len(args) != _ARGS or skipped(lines[call.line]):
@@ -170,11 +183,13 @@ def depthwise(text: str, skipped) -> tuple[str, tuple[Depthwise, ...]]:
         kargs = [args[10], args[4], f"ptr {quote(w_name)}", f"ptr {quote(rq_name)}", f"ptr {quote(PLANE)}",
                  *(f"i32 {v}" for v in got.ints())]
         line = lines[call.line]
-        lines[call.line] = line[:call.start] + f"call i32 {quote(KERNEL)}({', '.join(kargs)})" + line[call.end:]
-        notes.append(Depthwise(scope, call.callee, KERNEL, weight_bytes=(s.kh * s.kw * s.ch, 2 * got.weights.size),
+        lines[call.line] = line[:call.start] + f"call i32 {quote(s.kernel)}({', '.join(kargs)})" + line[call.end:]
+        kernels.add(s.kernel)
+        notes.append(Depthwise(scope, call.callee, s.kernel, weight_bytes=(s.kh * s.kw * s.out_c, 2 * got.weights.size),
                                plane_bytes=2 * rows * cols, fast=got.fast))
     if not plane:
         return text, tuple(notes)
     new.append(f"{quote(PLANE)} = internal global [{plane} x i16] zeroinitializer, align 4")
-    new.append(f"declare i32 {quote(KERNEL)}({', '.join(['ptr'] * 5 + ['i32'] * 18)})")
+    for k in sorted(kernels):
+        new.append(f"declare i32 {quote(k)}({', '.join(['ptr'] * 5 + ['i32'] * (18 if k == KERNEL else 19))})")
     return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(new) + "\n", tuple(notes)
