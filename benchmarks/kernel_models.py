@@ -67,6 +67,16 @@ depthwise3x3_s2.example_inputs = {"x": _x(_r, 1, 24, 24, 32)}
 depthwise3x3_s2.weights = {"w": _w(_r, 3, 3, 1, 32)}
 
 
+def depthwise3x3_m2(x, w):
+    return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=DN,
+                                    feature_group_count=x.shape[-1])
+
+
+_r2 = _rng(17)  # its own stream: the models above keep their weights
+depthwise3x3_m2.example_inputs = {"x": _x(_r2, 1, 24, 24, 7)}
+depthwise3x3_m2.weights = {"w": _w(_r2, 3, 3, 1, 14)}
+
+
 def _int8(fn, name):
     """fn quantized post-training (specializer.quant: CMSIS-NN's s8 kernels), calibrated on 8 inputs."""
     cal = _rng(13)
@@ -82,6 +92,7 @@ conv1x1_int8 = _int8(conv1x1, "conv1x1_int8")
 conv3x3_int8 = _int8(conv3x3, "conv3x3_int8")
 depthwise3x3_int8 = _int8(depthwise3x3, "depthwise3x3_int8")
 depthwise3x3_s2_int8 = _int8(depthwise3x3_s2, "depthwise3x3_s2_int8")
+depthwise3x3_m2_int8 = _int8(depthwise3x3_m2, "depthwise3x3_m2_int8")
 
 KERNELS = {  # name -> (what, MACs)
     "dense_m1": ("dense 1x256 · 256x256", 256 * 256),
@@ -89,11 +100,13 @@ KERNELS = {  # name -> (what, MACs)
     "conv1x1": ("conv 1x1, 16x16x32 -> 32", 16 * 16 * 32 * 32),
     "conv3x3": ("conv 3x3 SAME, 12x12x16 -> 16", 12 * 12 * 16 * 16 * 9),
     "depthwise3x3": ("depthwise 3x3 SAME, 24x24x32", 24 * 24 * 32 * 9),
+    "depthwise3x3_m2": ("depthwise 3x3 SAME, 24x24x7, multiplier 2", 24 * 24 * 14 * 9),
     "dense_int8": ("int8 dense 1x256 · 256x256", 256 * 256),
     "conv1x1_int8": ("int8 conv 1x1, 16x16x32 -> 32", 16 * 16 * 32 * 32),
     "conv3x3_int8": ("int8 conv 3x3 SAME, 12x12x16 -> 16", 12 * 12 * 16 * 16 * 9),
     "depthwise3x3_int8": ("int8 depthwise 3x3 SAME, 24x24x32", 24 * 24 * 32 * 9),
     "depthwise3x3_s2_int8": ("int8 depthwise 3x3 SAME stride 2, 24x24x32", 12 * 12 * 32 * 9),
+    "depthwise3x3_m2_int8": ("int8 depthwise 3x3 SAME, 24x24x7, multiplier 2", 24 * 24 * 14 * 9),
 }
 
 SPARSITIES = (0, 50, 70, 80, 90, 95)
