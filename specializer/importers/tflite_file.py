@@ -42,13 +42,27 @@ OPTIONS = {
     "SOFTMAX": ("SoftmaxOptions", ("beta",)),
     "RESHAPE": (None, ()),
     "TRANSPOSE_CONV": ("TransposeConvOptions", ("padding", "strideH", "strideW", "fusedActivationFunction")),
+    # moving values (tflite_movement.py): paddings, permutation and sizes are constant inputs
+    "PAD": (None, ()),
+    "PADV2": (None, ()),
+    "CONCATENATION": ("ConcatenationOptions", ("axis", "fusedActivationFunction")),
+    "TRANSPOSE": (None, ()),
+    "RESIZE_NEAREST_NEIGHBOR": ("ResizeNearestNeighborOptions", ("alignCorners", "halfPixelCenters")),
+    "MEAN": ("ReducerOptions", ("keepDims",)),
+    # activations (tflite_int8_activations.py)
+    "LOGISTIC": (None, ()),
+    "TANH": (None, ()),
+    "HARD_SWISH": (None, ()),
+    "LEAKY_RELU": ("LeakyReluOptions", ("alpha",)),
 }
 
 # the highest version TFLite defines of each op the reader takes (LiteRT's
 # tflite/converter/tools/versioning/runtime_version.cc and op_version.cc, which succeed
 # tensorflow/lite/tools/versioning): a higher one is an op whose meaning the reader cannot know
 MAX_VERSIONS = {"CONV_2D": 8, "DEPTHWISE_CONV_2D": 7, "FULLY_CONNECTED": 14, "AVERAGE_POOL_2D": 3, "ADD": 6,
-                "SOFTMAX": 4, "RESHAPE": 1, "TRANSPOSE_CONV": 5}
+                "SOFTMAX": 4, "RESHAPE": 1, "TRANSPOSE_CONV": 5, "PAD": 6, "PADV2": 6, "CONCATENATION": 7,
+                "TRANSPOSE": 9, "RESIZE_NEAREST_NEIGHBOR": 4, "MEAN": 3, "LOGISTIC": 3, "TANH": 3, "HARD_SWISH": 1,
+                "LEAKY_RELU": 2}
 INT8_RANGE = (-128, 127)
 
 

@@ -8,9 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from specializer.importers import tflite_movement
 from specializer.importers.tflite_file import ACTIVATION_NAMES, TensorRecord
-from specializer.importers.tflite_layer import (Layer, OpContext, check_dense_options, filter_and_bias, nhwc,
-                                                nhwc_out, padding, pool_window, reshape, second_input,
+from specializer.importers.tflite_layer import (Layer, OpContext, check_dense_options, filter_and_bias, mean_axes,
+                                                nhwc, nhwc_out, padding, pool_window, reshape, second_input,
                                                 stride_dilation, transpose_conv_inputs)
 from specializer.quant.blocks import stuffed_padding
 
@@ -120,6 +121,12 @@ def softmax(c: OpContext, x: TensorRecord) -> Layer:
     return c.layer(x, (), None, run)
 
 
+def mean(c: OpContext, x: TensorRecord) -> Layer:
+    """MEAN: the sum over the axes divided by their element count (TFLite's float reference)."""
+    axes, keep = mean_axes(c, x)
+    return c.layer(x, (), None, lambda a: jnp.mean(a, axis=axes, keepdims=keep))
+
+
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": lambda c, x: conv(c, x, depthwise=True), "FULLY_CONNECTED": dense,
        "AVERAGE_POOL_2D": avg_pool, "ADD": add, "SOFTMAX": softmax, "RESHAPE": reshape,
-       "TRANSPOSE_CONV": transpose_conv}
+       "TRANSPOSE_CONV": transpose_conv, "MEAN": mean, **tflite_movement.OPS}

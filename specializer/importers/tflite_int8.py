@@ -19,15 +19,16 @@ import math
 
 import numpy as np
 
+from specializer.importers import tflite_movement
 from specializer.importers.tflite_file import ACTIVATION_NAMES, TensorRecord
-from specializer.importers.tflite_layer import (Layer, OpContext, Pair, check_dense_options, filter_and_bias, nhwc,
-                                                nhwc_out, padding, pool_window, reshape, second_input,
-                                                stride_dilation, transpose_conv_inputs)
+from specializer.importers.tflite_layer import (Layer, OpContext, Pair, check_dense_options, filter_and_bias,
+                                                mean_axes, nhwc, nhwc_out, padding, pool_window, reshape,
+                                                second_input, stride_dilation, transpose_conv_inputs)
 from specializer.quant import blocks
 from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import QuantizeError
-from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
-                                      TransposeConvParams)
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
+                                      PoolParams, TransposeConvParams)
 from specializer.quant.ptq import ADD_LEFT_SHIFT, softmax_params
 
 SOFTMAX_OUT_SCALE, SOFTMAX_OUT_ZERO_POINT = 1 / 256, -128
@@ -213,10 +214,19 @@ def softmax(c: OpContext, x: TensorRecord) -> Layer:
     return c.layer(x, (), p, lambda a: blocks.softmax(a, p))
 
 
+def mean(c: OpContext, x: TensorRecord) -> Layer:
+    in_s, in_zp, out_s, out_zp = _io(c, x)
+    axes, keep = mean_axes(c, x)
+    m, sh = tflite_multiplier(in_s / out_s)
+    p = MeanParams.of(x.shape, axes, keep, in_zp, m, sh, out_zp)
+    return c.layer(x, (), p, lambda a: blocks.mean(a, p))
+
+
 def reshape_int8(c: OpContext, x: TensorRecord) -> Layer:
     same_quant(c, x, "a reshape copies the bytes")
     return reshape(c, x)
 
 
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
-       "ADD": add, "SOFTMAX": softmax, "RESHAPE": reshape_int8, "TRANSPOSE_CONV": transpose_conv}
+       "ADD": add, "SOFTMAX": softmax, "RESHAPE": reshape_int8, "TRANSPOSE_CONV": transpose_conv, "MEAN": mean,
+       **tflite_movement.OPS}

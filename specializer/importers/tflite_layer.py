@@ -171,3 +171,21 @@ def reshape(c: OpContext, x: TensorRecord) -> Layer:
         raise c.refuse(f"{x.type}{list(x.shape)} cannot become {c.out.type}{list(c.out.shape)}")
     shape = c.out.shape
     return c.layer(x, (), None, lambda a: a.reshape(shape))
+
+
+def mean_axes(c: OpContext, x: TensorRecord) -> tuple[tuple[int, ...], bool]:
+    """MEAN's constant axes (input 1; negative from the end) and keep_dims, the output shape
+    checked against them."""
+    t = c.tensor(1)
+    if t is None or t.data is None or t.type != "INT32":
+        raise c.refuse("the axes (input 1) must be a constant INT32 tensor")
+    rank = len(x.shape)
+    axes = [int(a) for a in np.asarray(t.data).ravel()]
+    if not axes or any(not -rank <= a < rank for a in axes):
+        raise c.refuse(f"axes {axes} are not dimensions of the input {list(x.shape)}")
+    keep = bool(c.options["keepDims"])
+    resolved = {a % rank for a in axes}
+    want = [1 if d in resolved else n for d, n in enumerate(x.shape) if keep or d not in resolved]
+    if list(c.out.shape) != want:
+        raise c.refuse(f"output {list(c.out.shape)} is not the mean over axes {axes} {want}")
+    return tuple(axes), keep

@@ -19,8 +19,8 @@ from jax import lax
 from specializer.quant import calls
 from specializer.quant.fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
                          one_over_one_plus_x_for_x_in_0_1, requantize)
-from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, Pair, PoolParams,
-                     SoftmaxParams, TransposeConvParams)
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams, Pair,
+                     PoolParams, SoftmaxParams, TransposeConvParams)
 
 
 
@@ -271,6 +271,16 @@ def add(x1, x2, p: AddParams):
         s = requantize(a, p.input_1_mult, p.input_1_shift) + requantize(b, p.input_2_mult, p.input_2_shift)
         y = requantize(s, p.out_mult, p.out_shift) + jnp.int32(p.out_offset)
         return jnp.clip(y, p.activation[0], p.activation[1]).astype(jnp.int8)
+
+
+def mean(x, p: MeanParams):
+    """TFLite's int8 MEAN: the sum over p.axes less the input zero point per element, requantized
+    with 1/count folded into the multiplier, offset, clamped (no fused activation)."""
+    _check(x, p.input_dims, jnp.int8, "input", p)
+    with jax.named_scope(p.scope):
+        s = jnp.sum(x.astype(jnp.int32), axis=p.axes, keepdims=p.keep_dims) - jnp.int32(p.input_zero_point * p.count)
+        y = requantize(s, p.multiplier, p.shift) + jnp.int32(p.output_zero_point)
+        return jnp.clip(y, -128, 127).astype(jnp.int8)
 
 
 ACCUM_BITS = 12  # arm_nn_softmax_common_s8

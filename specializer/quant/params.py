@@ -246,3 +246,47 @@ class SoftmaxParams(_Block):
         _check_quant((self.mult,), (0,), 1, self.op)
         if not 0 <= self.shift <= 30 or self.diff_min > 0:
             raise ValueError(f"{self.op}: shift {self.shift} outside [0, 30] or diff_min {self.diff_min} > 0")
+
+
+@dataclass(frozen=True)
+class MeanParams(_Block):
+    """TFLite's int8 MEAN (reference QuantizedMeanOrSum; CMSIS-NN has no kernel): the int32 sum over
+    `axes`, less input_zero_point per summed element, requantized by multiplier/shift (1/count
+    folded in, as TFLite folds it), plus the output zero point, clamped to int8."""
+    op: ClassVar[str] = "mean_s8"
+    input_dims: tuple[int, ...]
+    axes: tuple[int, ...]  # distinct, ascending, each in [0, rank)
+    keep_dims: bool
+    input_zero_point: int
+    multiplier: int
+    shift: int
+    output_zero_point: int
+
+    @property
+    def count(self) -> int:
+        """Input elements summed into each output."""
+        n = 1
+        for a in self.axes:
+            n *= self.input_dims[a]
+        return n
+
+    @property
+    def output_dims(self) -> tuple[int, ...]:
+        return tuple(1 if d in self.axes else s for d, s in enumerate(self.input_dims)
+                     if self.keep_dims or d not in self.axes)
+
+    @staticmethod
+    def of(input_dims, axes, keep_dims: bool, input_zero_point: int, multiplier: int, shift: int,
+           output_zero_point: int) -> "MeanParams":
+        """With TFLite's 1/count folding of the input-to-output multiplier (multiplier, shift:
+        QuantizeMultiplier(input scale / output scale)): multiplier << k // count, shift - k,
+        k = floor(log2 count) kept within 32 and 31 + shift."""
+        rank = len(input_dims)
+        axes = tuple(sorted({a % rank for a in axes}))
+        n = 1
+        for a in axes:
+            n *= input_dims[a]
+        k = min(n.bit_length() - 1, 32, 31 + shift)
+        return MeanParams(tuple(input_dims), axes, bool(keep_dims), input_zero_point, (multiplier << k) // n,
+                          shift - k, output_zero_point)
+
