@@ -18,8 +18,14 @@ Supported (NHWC activations, float32):
   max pool     lax.reduce_window with lax.max (reduce_window_max), any window/stride/padding
   avg pool     reduce_window_sum divided by the window size, without padding; and jnp.mean
                over the spatial axes (1, 2) of an NHWC tensor (global average pool)
+  mean         jnp.mean over any other axes (keepdims or not): TFLite's MEAN
+  pad          jnp.pad / lax.pad with zeros (no interior padding): TFLite's PAD
+  transpose    jnp.transpose / lax.transpose: TFLite's TRANSPOSE
   add          two activations of one shape
   softmax      jax.nn.softmax over the last axis
+  logistic     jax.nn.sigmoid (TFLite's LOGISTIC: output 1/256, -128); tanh: jnp.tanh (1/128, 0)
+  leaky relu   jax.nn.leaky_relu (where(x >= 0, x, alpha * x)): TFLite's LEAKY_RELU
+  hard swish   jax.nn.hard_swish (x * relu6(x + 3) / 6): TFLite's HARD_SWISH
   reshape      reshape / squeeze / expand_dims (row-major: the int8 data is unchanged)
 """
 
@@ -159,8 +165,8 @@ def build(closed: core.ClosedJaxpr, act_invars: list, param_values: dict, param_
     return _Builder(closed, act_invars, param_values, param_names).graph()
 
 
-_UNSUPPORTED = ("no int8 block for it (supported: conv, depthwise conv, dense, bias add, relu, max/avg pool, "
-                "mean over H and W, add, softmax, reshape)")
+_UNSUPPORTED = ("no int8 block for it (supported: conv, depthwise conv, transposed conv, dense, bias add, relu, "
+                "max/avg pool, mean, add, softmax, sigmoid, tanh, leaky relu, hard swish, pad, transpose, reshape)")
 
 
 class _Builder:
@@ -220,15 +226,21 @@ class _Builder:
     # ---- the walk
 
     def graph(self) -> Graph:
-        skip = _softmax_groups(self.eqns, self.consts, self.outvars)
+        folded = set()
+        for idx, e in enumerate(self.eqns):  # first: what weights and literals alone compute
+            if all(self.is_const(a) for a in e.ins):
+                self.fold_constant(e)
+                folded.add(idx)
+        skip = {}  # then the multi-equation patterns, which read those constants (an alpha, a 6)
+        for groups in (_softmax_groups, _leaky_relu_groups, _hard_swish_groups):
+            skip.update(groups(self.eqns, self.consts, self.outvars))
         for idx, e in enumerate(self.eqns):
             if idx in skip:
                 if skip[idx] is not None:
-                    x, out = skip[idx]
-                    self.emit("softmax", [self.producer(x, e)], out, e)
+                    kind, x, out, attrs = skip[idx]
+                    self.emit(kind, [self.producer(x, e)], out, e, **attrs)
                 continue
-            if all(self.is_const(a) for a in e.ins):
-                self.fold_constant(e)
+            if idx in folded:
                 continue
             rule = RULES.get(e.prim)
             if rule is None:
@@ -250,7 +262,7 @@ class _Builder:
         for o, v in zip(e.outs, outs):
             self.consts[o] = np.asarray(v)
             if len(e.ins) == 1 and e.prim in _SHAPE_ONLY + ("broadcast_in_dim", "convert_element_type") \
-                    and e.ins[0] in self.origin:
+                    and not isinstance(e.ins[0], core.Literal) and e.ins[0] in self.origin:
                 self.origin[o] = self.origin[e.ins[0]]
 
     # ---- one rule per primitive
@@ -330,10 +342,34 @@ class _Builder:
         _pool(e, self.refuse, self.emit, self.producer, "windowsum")
 
     def spatialsum(self, e: Eqn, out) -> None:
+        """A sum over axes: with its division by their size a global average pool (axes 1, 2 of
+        NHWC) or a mean."""
         x = e.ins[0]
-        if len(x.aval.shape) != 4 or tuple(e.params["axes"]) != (1, 2):
-            self.refuse(e, "only a sum over axes (1, 2) of an NHWC tensor (global average pool)")
-        self.emit("spatialsum", [self.producer(x, e)], out, e)
+        self.emit("spatialsum", [self.producer(x, e)], out, e, axes=tuple(int(a) for a in e.params["axes"]),
+                  keep=False)
+
+    def broadcast(self, e: Eqn, out) -> None:
+        """jnp.mean's keepdims: the sum's result given back its reduced axes as size 1."""
+        x = e.ins[0]
+        layer = self.producer(x, e)
+        if layer.kind != "spatialsum" or layer.attrs["keep"] or self.uses.get(x, 0) != 1 \
+                or int(np.prod(out.aval.shape)) != int(np.prod(x.aval.shape)):
+            self.refuse(e, "a broadcast is only supported as a mean's keepdims")
+        layer.attrs["keep"] = True
+        self.fold(layer, x, out)
+
+    def pad(self, e: Eqn, out) -> None:
+        x, v = e.ins
+        if not self.is_const(v) or np.any(self.val(v) != 0):
+            self.refuse(e, "only padding with zeros is supported (TFLite's PAD pads with the zero point)")
+        cfg = [tuple(int(q) for q in c) for c in e.params["padding_config"]]
+        if any(lo < 0 or hi < 0 or interior for lo, hi, interior in cfg):
+            self.refuse(e, f"padding {cfg} is negative or interior")
+        self.emit("pad", [self.producer(x, e)], out, e, widths=tuple((lo, hi) for lo, hi, _ in cfg))
+
+    def transpose(self, e: Eqn, out) -> None:
+        self.emit("transpose", [self.producer(e.ins[0], e)], out, e,
+                  perm=tuple(int(p) for p in e.params["permutation"]))
 
     def mean(self, e: Eqn, out) -> None:
         """A window or spatial sum divided by its size: the average pool or the global average pool."""
@@ -342,15 +378,24 @@ class _Builder:
         if layer.kind not in ("windowsum", "spatialsum") or not self.is_const(b) or self.uses.get(a, 0) != 1:
             self.refuse(e, "division is only supported as the mean of a window or spatial sum")
         d = np.unique(self.val(b))
+        shape = layer.ins[0].out.aval.shape
         n = int(np.prod(layer.attrs["window"])) if layer.kind == "windowsum" else \
-            int(np.prod(layer.ins[0].out.aval.shape[1:3]))
+            int(np.prod([shape[i] for i in layer.attrs["axes"]]))
         if d.size != 1 or d[0] != n:
             self.refuse(e, f"the divisor {d.tolist()} is not the window size {n}")
         if layer.kind == "windowsum" and any(p != (0, 0) for p in layer.attrs["padding"]):
             self.refuse(e, "an average pool whose float form counts padding as zeros differs from "
                            "TFLite's (padding not counted); use VALID padding")
-        layer.kind = "avgpool" if layer.kind == "windowsum" else "gap"
+        if layer.kind == "windowsum":
+            layer.kind = "avgpool"
+        else:  # over H, W of NHWC CMSIS-NN's average pool takes it, any other sum TFLite's MEAN
+            gap = len(shape) == 4 and layer.attrs["axes"] == (1, 2) and not layer.attrs["keep"]
+            layer.kind = "gap" if gap else "mean"
         self.fold(layer, a, out)
+
+    def activation(self, e: Eqn, out) -> None:
+        """jax.nn.sigmoid / jnp.tanh: TFLite's LOGISTIC / TANH."""
+        self.emit(e.prim, [self.producer(e.ins[0], e)], out, e)
 
     def reshape(self, e: Eqn, out) -> None:
         self.emit("reshape", [self.producer(e.ins[0], e)], out, e, shape=tuple(out.aval.shape))
@@ -365,7 +410,9 @@ class _Builder:
 # primitive -> its rule (the one table of what quantize() accepts)
 RULES = {"conv_general_dilated": _Builder.conv, "dot_general": _Builder.dense, "add": _Builder.add,
          "max": _Builder.relu, "reduce_window_max": _Builder.maxpool, "reduce_window_sum": _Builder.windowsum,
-         "reduce_sum": _Builder.spatialsum, "div": _Builder.mean,
+         "reduce_sum": _Builder.spatialsum, "div": _Builder.mean, "broadcast_in_dim": _Builder.broadcast,
+         "pad": _Builder.pad, "transpose": _Builder.transpose, "logistic": _Builder.activation,
+         "tanh": _Builder.activation,
          **{prim: _Builder.reshape for prim in _SHAPE_ONLY},
          **{prim: _Builder.copy for prim in ("convert_element_type", "copy", "copy_p", "stop_gradient")}}
 
@@ -390,17 +437,9 @@ def _pool(e: Eqn, refuse, emit, producer, kind: str):
 
 def _softmax_groups(eqns: list[Eqn], consts, outvars) -> dict:
     """Find jax.nn.softmax over the last axis: div(exp(x - bcast(max(x))), bcast(sum(exp(...)))).
-    Returns eqn index -> None (absorbed into the softmax) or (x, out var) at its final div."""
-    defs = {}
-    readers: dict = {}
-    for i, e in enumerate(eqns):
-        for o in e.outs:
-            defs[o] = i
-        for a in e.ins:
-            if not isinstance(a, core.Literal):
-                readers.setdefault(a, set()).add(i)
-    for a in outvars:
-        readers.setdefault(a, set()).add(-1)  # a model output is read outside
+    Returns eqn index -> None (absorbed into the softmax) or ("softmax", x, out var, {}) at its
+    final div."""
+    defs, readers = _uses(eqns, outvars)
     groups: dict = {}
 
     def through(v, prims):
@@ -444,5 +483,90 @@ def _softmax_groups(eqns: list[Eqn], consts, outvars) -> dict:
             continue  # an intermediate is read elsewhere: not a plain softmax
         for m in members:
             groups[m] = None
-        groups[i] = (x, e.outs[0])
+        groups[i] = ("softmax", x, e.outs[0], {})
+    return groups
+
+
+def _uses(eqns: list[Eqn], outvars) -> tuple[dict, dict]:
+    """(var -> index of the equation defining it, var -> indices of the equations reading it;
+    -1 for a model output)."""
+    defs, readers = {}, {}
+    for i, e in enumerate(eqns):
+        for o in e.outs:
+            defs[o] = i
+        for a in e.ins:
+            if not isinstance(a, core.Literal):
+                readers.setdefault(a, set()).add(i)
+    for a in outvars:
+        readers.setdefault(a, set()).add(-1)
+    return defs, readers
+
+
+def _scalar(a, consts) -> float | None:
+    """A constant or literal holding one value (any shape), else None."""
+    if not _is_const(a, consts):
+        return None
+    v = np.unique(np.asarray(_val(a, consts)))
+    return float(v[0]) if v.size == 1 else None
+
+
+def _only_read_inside(members: list[int], inside: set, eqns: list[Eqn], readers: dict) -> bool:
+    return all(readers.get(o, set()) <= inside for m in members for o in eqns[m].outs)
+
+
+def _leaky_relu_groups(eqns: list[Eqn], consts, outvars) -> dict:
+    """jax.nn.leaky_relu: select_n(ge(x, 0), alpha * x, x). eqn index -> None (absorbed) or
+    ("leaky_relu", x, out var, {"alpha": alpha}) at the select."""
+    defs, readers = _uses(eqns, outvars)
+    groups: dict = {}
+    for i, e in enumerate(eqns):
+        if e.prim != "select_n" or len(e.ins) != 3 or any(isinstance(a, core.Literal) or a not in defs
+                                                           for a in e.ins[:2]):
+            continue
+        pred, neg, x = eqns[defs[e.ins[0]]], eqns[defs[e.ins[1]]], e.ins[2]
+        if pred.prim != "ge" or pred.ins[0] is not x or _scalar(pred.ins[1], consts) != 0.0 or neg.prim != "mul":
+            continue
+        others = [a for a in neg.ins if a is not x]
+        alpha = _scalar(others[0], consts) if len(others) == 1 else None
+        members = [defs[e.ins[0]], defs[e.ins[1]]]
+        if alpha is None or not _only_read_inside(members, set(members) | {i}, eqns, readers):
+            continue
+        groups.update({m: None for m in members})
+        groups[i] = ("leaky_relu", x, e.outs[0], {"alpha": alpha})
+    return groups
+
+
+def _hard_swish_groups(eqns: list[Eqn], consts, outvars) -> dict:
+    """jax.nn.hard_swish: x * (min(max(x + 3, 0), 6) / 6). eqn index -> None (absorbed) or
+    ("hard_swish", x, out var, {}) at the product."""
+    defs, readers = _uses(eqns, outvars)
+    groups: dict = {}
+
+    def step(v, prim, const):
+        """The equation defining v if it is `prim` of one activation and the scalar `const`."""
+        if isinstance(v, core.Literal) or v not in defs or eqns[defs[v]].prim != prim:
+            return None
+        d = eqns[defs[v]]
+        acts = [a for a in d.ins if not _is_const(a, consts)]
+        k = [a for a in d.ins if _is_const(a, consts)]
+        if len(acts) != 1 or len(k) != 1 or _scalar(k[0], consts) != const or (prim == "div" and d.ins[0] is not acts[0]):
+            return None
+        return defs[v], acts[0]
+
+    for i, e in enumerate(eqns):
+        if e.prim != "mul" or len(e.ins) != 2:
+            continue
+        for x, gate in (e.ins, e.ins[::-1]):
+            chain, v = [], gate
+            for prim, const in (("div", 6.0), ("min", 6.0), ("max", 0.0), ("add", 3.0)):
+                found = step(v, prim, const)
+                if found is None:
+                    break
+                chain.append(found[0])
+                v = found[1]
+            else:
+                if v is x and _only_read_inside(chain, set(chain) | {i}, eqns, readers):
+                    groups.update({m: None for m in chain})
+                    groups[i] = ("hard_swish", x, e.outs[0], {})
+                    break
     return groups

@@ -23,14 +23,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from specializer.quant import blocks
+from specializer.quant import activations, blocks
 from specializer.quant.fixedpoint import quantize_multiplier
 
 from specializer.quant.graph import Graph, Layer, QuantizeError, build, evaluate
-from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
-                     SoftmaxParams, TransposeConvParams)
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
+                                      PoolParams, SoftmaxParams, TransposeConvParams)
 
 SOFTMAX_INTEGER_BITS = 5  # TFLite's kScaledDiffIntegerBits
+# activation kind -> (its parameters from the scales, its int8 block): quant/activations.py
+ACTIVATIONS = {"logistic": (activations.logistic_params, activations.logistic),
+               "tanh": (activations.tanh_params, activations.tanh),
+               "leaky_relu": (activations.leaky_relu_params, activations.leaky_relu),
+               "hard_swish": (activations.hard_swish_params, activations.hard_swish)}
 ADD_LEFT_SHIFT = 20       # TFLite's int8 add
 
 
@@ -48,6 +53,10 @@ class QParams:
 
     def dequantize(self, q) -> np.ndarray:
         return ((np.asarray(q, np.int32) - self.zero_point) * self.scale).astype(np.float32)
+
+
+# the output quantization TFLite's int8 LOGISTIC and TANH write, whatever the calibration saw
+FIXED_OUTPUT = {"logistic": QParams(*activations.LOGISTIC_OUT), "tanh": QParams(*activations.TANH_OUT)}
 
 
 def softmax_params(input_scale: float, num_rows: int, row_size: int, beta: float = 1.0) -> SoftmaxParams:
@@ -149,6 +158,15 @@ def _run(s: Step, x, w, b):
         return blocks.softmax(x[0], s.block)
     if s.kind == "reshape":
         return x[0].reshape(s.block)
+    if s.kind == "mean":
+        return blocks.mean(x[0], s.block)
+    if s.kind == "pad":
+        widths, zero_point = s.block  # TFLite's PAD: the output's (= the input's) zero point
+        return jnp.pad(x[0], widths, constant_values=jnp.int8(zero_point))
+    if s.kind == "transpose":
+        return jnp.transpose(x[0], s.block)
+    if s.kind in ACTIVATIONS:
+        return ACTIVATIONS[s.kind][1](x[0], s.block)
     raise AssertionError(s.kind)
 
 
@@ -310,4 +328,23 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname):
         return Step("softmax", softmax_params(qin.scale, rows, out_shape[-1]), tuple(src)), QParams(1 / 256, -128)
     if layer.kind == "reshape":
         return Step("reshape", a["shape"], tuple(src)), qin
+    if layer.kind == "mean":
+        q = activation_qparams(*rng)
+        m, sh = quantize_multiplier(qin.scale / q.scale)
+        block = MeanParams.of(x_shape, a["axes"], a["keep"], qin.zero_point, m, sh, q.zero_point)
+        return Step("mean", block, tuple(src)), q
+    if layer.kind == "pad":  # zeros are the zero point: the input's quantization holds
+        return Step("pad", (a["widths"], qin.zero_point), tuple(src)), qin
+    if layer.kind == "transpose":
+        return Step("transpose", a["perm"], tuple(src)), qin
+    if layer.kind in ACTIVATIONS:
+        derive = ACTIVATIONS[layer.kind][0]
+        # LOGISTIC and TANH write TFLite's fixed output quantization; the others their calibrated range
+        q = FIXED_OUTPUT.get(layer.kind) or activation_qparams(*rng)
+        extra = (a["alpha"],) if layer.kind == "leaky_relu" else ()
+        try:
+            block = derive(x_shape, qin.scale, qin.zero_point, q.scale, q.zero_point, *extra)
+        except ValueError as e:
+            raise QuantizeError(f"quantize: {layer.kind} at {layer.where}: {e}") from None
+        return Step(layer.kind, block, tuple(src)), q
     raise AssertionError(layer.kind)
