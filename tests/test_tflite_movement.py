@@ -205,3 +205,16 @@ def test_network_in_every_variant_equal_to_tflite_micro(float_model, tmp_path):
         assert r.status == "pass", (r.variant, r)
         if not float_model:
             assert r.max_abs_err == 0, r.variant
+
+
+@pytest.mark.parametrize("code", ["LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU"])
+def test_float_activations_match_tflite_micro(code, tmp_path):
+    """The float reader's activations within 1e-5 of TFLite Micro's float kernels (N(0, 2) inputs:
+    both tails and the bends of HARD_SWISH and LEAKY_RELU)."""
+    x, y = actf((2, 5, 7), "x"), actf((2, 5, 7), "y")
+    opts = ()
+    if code == "LEAKY_RELU":
+        o = fb.LeakyReluOptionsT()
+        o.alpha = 0.15
+        opts = (o, fb.BuiltinOptions.LeakyReluOptions)
+    check(model_bytes([operator(getattr(OP, code), [x], [y], *opts)], [x], [y]), tmp_path, n=4)

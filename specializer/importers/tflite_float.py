@@ -1,9 +1,11 @@
 """TFLite's float32 ops as plain JAX (lax convolutions, matmul, reduce_window), TFLite's
 conventions: NHWC, OHWI filters ([1, KH, KW, C * multiplier] for depthwise), the average over
-the window's pixels inside the input, softmax with the file's beta."""
+the window's pixels inside the input, softmax with the file's beta; the activations LOGISTIC,
+TANH, HARD_SWISH and LEAKY_RELU as TFLite's float reference writes them."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -127,6 +129,26 @@ def mean(c: OpContext, x: TensorRecord) -> Layer:
     return c.layer(x, (), None, lambda a: jnp.mean(a, axis=axes, keepdims=keep))
 
 
+def elementwise(fn):
+    """An op of one input whose output has its shape (the activations)."""
+    def build(c: OpContext, x: TensorRecord) -> Layer:
+        if len(c.op.inputs) != 1 or tuple(c.out.shape) != tuple(x.shape) or c.out.type != x.type:
+            raise c.refuse(f"takes one {x.type} input and writes its shape {list(x.shape)}")
+        return c.layer(x, (), None, lambda a: fn(c, a))
+    return build
+
+
+def _leaky_relu(c: OpContext, a):
+    alpha = c.options["alpha"]
+    return jnp.where(a >= 0, a, jnp.float32(alpha) * a)
+
+
+ACTIVATIONS = {"LOGISTIC": elementwise(lambda c, a: jax.nn.sigmoid(a)), "TANH": elementwise(lambda c, a: jnp.tanh(a)),
+               # TFLite's reference: x * min(6, max(0, x + 3)) / 6
+               "HARD_SWISH": elementwise(lambda c, a: a * jnp.clip(a + 3.0, 0.0, 6.0) / 6.0),
+               "LEAKY_RELU": elementwise(_leaky_relu)}
+
+
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": lambda c, x: conv(c, x, depthwise=True), "FULLY_CONNECTED": dense,
        "AVERAGE_POOL_2D": avg_pool, "ADD": add, "SOFTMAX": softmax, "RESHAPE": reshape,
-       "TRANSPOSE_CONV": transpose_conv, "MEAN": mean, **tflite_movement.OPS}
+       "TRANSPOSE_CONV": transpose_conv, "MEAN": mean, **tflite_movement.OPS, **ACTIVATIONS}
