@@ -21,7 +21,7 @@ DN = ("NHWC", "HWIO", "NHWC")
 
 
 def float_net(x, w, b, fc):
-    h = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=DN) + b   # 1x6x5x4
+    h = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=DN) + b   # 1x4x4x4
     a = jax.nn.leaky_relu(h, 0.1)
     s = jax.nn.hard_swish(a)
     gate = jax.nn.sigmoid(s.reshape(1, -1) @ fc)                                   # 1x3
@@ -31,8 +31,8 @@ def float_net(x, w, b, fc):
 rng = np.random.default_rng(3)
 W = {"w": (rng.standard_normal((3, 3, 2, 4)) * 0.5).astype(np.float32),
      "b": (rng.standard_normal(4) * 0.1).astype(np.float32),
-     "fc": (rng.standard_normal((120, 3)) * 0.1).astype(np.float32)}
-calibration = [{"x": rng.standard_normal((1, 6, 5, 2)).astype(np.float32)} for _ in range(12)]
+     "fc": (rng.standard_normal((64, 3)) * 0.1).astype(np.float32)}
+calibration = [{"x": rng.standard_normal((1, 4, 4, 2)).astype(np.float32)} for _ in range(12)]
 acts_int8, params = quantize(float_net, W, calibration, name="acts_int8")
 acts_int8.example_inputs = {"x": acts_int8.inputs["x"].quantize(calibration[0]["x"])}
 acts_int8.weights = params
@@ -53,7 +53,7 @@ def test_the_steps_and_close_to_float():
     assert [(q.scale, q.zero_point) for q in model.outputs] == [(1 / 256, -128), (1 / 128, 0)]  # TFLite's
     rng = np.random.default_rng(4)
     for _ in range(4):
-        x = rng.standard_normal((1, 6, 5, 2)).astype(np.float32)
+        x = rng.standard_normal((1, 4, 4, 2)).astype(np.float32)
         for got, ref, q in zip(model.run_float(qp, x=x), ns["float_net"](x, **ns["W"]), model.outputs):
             ref = np.asarray(ref)
             assert got.shape == ref.shape
