@@ -133,3 +133,16 @@ def test_unsupported_op_and_damaged_file_are_one_line_exit_2_nothing_written(tmp
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "junk.onnx: " in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_float_activations_in_every_variant(tmp_path):
+    """Conv -> LeakyRelu -> HardSwish -> Sigmoid and Tanh, HardSigmoid: a float model's activations
+    on QEMU within tolerance of onnx.reference in every variant."""
+    rng = np.random.default_rng(8)
+    inits = {"w": (rng.normal(size=(4, 2, 3, 3)) * 0.5).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("LeakyRelu", ["c"], ["l"], alpha=0.2), helper.make_node("HardSwish", ["l"], ["h"]),
+             helper.make_node("Sigmoid", ["h"], ["y0"]), helper.make_node("Tanh", ["h"], ["t"]),
+             helper.make_node("HardSigmoid", ["t"], ["y1"])]
+    path = save(model(nodes, [vi("x", [1, 2, 6, 5])], [vi("y0", None), vi("y1", None)], inits), tmp_path / "acts.onnx")
+    every_variant_passes(capture(path, None, tmp_path / "cap"), tmp_path, exact=False)

@@ -183,6 +183,12 @@ def test_matmul_and_add_of_a_constant(tmp_path):
     ("Softmax", {"axis": 1}, 17, {}),
     ("Softmax", {"axis": 3}, 11, {}),  # opset < 13, the last axis (the only one refused otherwise)
     ("Softmax", {}, 17, {}),
+    ("Sigmoid", {}, 17, {}),
+    ("Tanh", {}, 17, {}),
+    ("LeakyRelu", {}, 17, {}),
+    ("LeakyRelu", {"alpha": 0.3}, 17, {}),
+    ("HardSigmoid", {"alpha": 0.25, "beta": 0.4}, 17, {}),
+    ("HardSwish", {}, 17, {}),
 ])
 def test_elementwise_and_softmax(op, attrs, opset, inits, tmp_path):
     ins = ["x", *inits]
@@ -320,9 +326,9 @@ def refused(path: Path) -> str:
 
 
 def test_an_unsupported_op_names_node_index_and_name(tmp_path):
-    nodes = [helper.make_node("Relu", ["x"], ["r"], name="first"), helper.make_node("Tanh", ["r"], ["y"], name="t")]
-    path = save(model(nodes, [vi("x", [1, 4])], [vi("y", None)], {}), tmp_path / "tanh.onnx")
-    assert refused(path).startswith("tanh.onnx: node 1 (Tanh 't'): not supported (the reader supports Add, ")
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="first"), helper.make_node("Erf", ["r"], ["y"], name="t")]
+    path = save(model(nodes, [vi("x", [1, 4])], [vi("y", None)], {}), tmp_path / "erf.onnx")
+    assert refused(path).startswith("erf.onnx: node 1 (Erf 't'): not supported (the reader supports Add, ")
 
 
 @pytest.mark.parametrize("op, inputs, shapes, inits, attrs, why", [
@@ -384,3 +390,28 @@ def test_damaged_copies_are_one_line_never_a_traceback(tmp_path):
             assert "\n" not in str(e)
             outcomes["refused"] += 1
     assert outcomes["refused"] > 50, outcomes
+
+
+@pytest.mark.parametrize("op, out_q, exact", [("Sigmoid", (1 / 256, -128), True), ("Tanh", (1 / 128, 0), True),
+                                              ("LeakyRelu", (0.03, -20), True), ("HardSwish", (0.03, -20), False)])
+def test_qdq_activations_computed_on_the_dequantized_values(op, out_q, exact, tmp_path):
+    """Q -> DQ -> op -> Q -> DQ over every int8 input: the activation in float on the dequantized
+    values, as onnx.reference computes it; Sigmoid, Tanh and LeakyRelu give its int8 values exactly,
+    HardSwish within one step (its x / 6 + 0.5 rounds apart where XLA fuses the multiply-add)."""
+    from onnx_models import QDQ_OPSET
+
+    inits = {"xs": np.array(0.05, np.float32), "xz": np.array(3, np.int8), "ys": np.array(out_q[0], np.float32),
+             "yz": np.array(out_q[1], np.int8)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]), helper.make_node(op, ["xd"], ["s"]),
+             helper.make_node("QuantizeLinear", ["s", "ys", "yz"], ["sq"]),
+             helper.make_node("DequantizeLinear", ["sq", "ys", "yz"], ["y"])]
+    path = save(model(nodes, [vi("x", [1, 256])], [vi("y", None)], inits, opset=QDQ_OPSET), tmp_path / "q.onnx")
+    x = (np.arange(-128, 128, dtype=np.float32) * 0.05 - 0.15).reshape(1, 256)  # every int8 value of xq
+    if exact:
+        m = check(path, [x])
+    else:
+        m = read_onnx(path)
+        steps = np.abs(np.asarray(m(x)) - reference_outputs(path, [x])[0]) / np.float32(out_q[0])
+        assert steps.max() <= 1.001 and (steps > 0.5).sum() <= 4, steps.max()
+    assert m.outputs[0].quant.scale == np.float32(out_q[0])

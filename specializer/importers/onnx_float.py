@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from jax import lax
+import jax
 import jax.numpy as jnp
 
 from specializer.importers.onnx_layer import (NHWC, Flat, NodeContext, Val, identity, inverse, ints, spatial_rank4,
@@ -279,6 +280,28 @@ def relu(c: NodeContext) -> None:
     c.emit((x,), c.out(x.layout), lambda a: jnp.maximum(a, 0.0))
 
 
+def _activation(attrs: dict, fn):
+    """An elementwise activation whose attributes (name -> ONNX's default) go to fn(a, **attrs),
+    read as float32 as onnx.reference reads them; the layout is unchanged."""
+    def build(c: NodeContext) -> None:
+        c.check_attrs(set(attrs))
+        x = c.fact(0)
+        kw = {k: float(np.float32(c.attr(k, d))) for k, d in attrs.items()}
+        c.emit((x,), c.out(x.layout), lambda a: fn(a, **kw))
+    return build
+
+
+# Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish as the ONNX operators define them
+ACTIVATIONS = {
+    "Sigmoid": _activation({}, lambda a: jax.nn.sigmoid(a)),
+    "Tanh": _activation({}, lambda a: jnp.tanh(a)),
+    "LeakyRelu": _activation({"alpha": 0.01}, lambda a, alpha: jnp.where(a >= 0, a, jnp.float32(alpha) * a)),
+    "HardSigmoid": _activation({"alpha": 0.2, "beta": 0.5},
+                               lambda a, alpha, beta: jnp.clip(jnp.float32(alpha) * a + jnp.float32(beta), 0.0, 1.0)),
+    "HardSwish": _activation({}, lambda a: a * jnp.clip(a * jnp.float32(1 / 6) + 0.5, 0.0, 1.0)),
+}
+
+
 def clip_bounds(c: NodeContext) -> tuple[float | None, float | None]:
     """Clip's (min, max), None where absent: attributes before opset 11, constant inputs after."""
     if c.g.opset < 11:
@@ -428,4 +451,4 @@ def transpose(c: NodeContext) -> None:
 OPS = {"Conv": conv, "ConvTranspose": conv_transpose, "BatchNormalization": batchnorm, "Gemm": gemm, "MatMul": matmul, "Add": add, "Relu": relu,
        "Clip": clip, "Softmax": softmax, "AveragePool": avg_pool, "MaxPool": max_pool,
        "GlobalAveragePool": global_pool, "GlobalMaxPool": global_pool, "Reshape": reshape, "Flatten": flatten,
-       "Transpose": transpose, "Identity": identity_op, "Dropout": identity_op}
+       "Transpose": transpose, "Identity": identity_op, "Dropout": identity_op, **ACTIVATIONS}
