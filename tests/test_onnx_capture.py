@@ -121,12 +121,12 @@ def test_jax_differing_from_onnx_reference_is_one_line(tmp_path, monkeypatch):
 
 
 def test_unsupported_op_and_damaged_file_are_one_line_exit_2_nothing_written(tmp_path):
-    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Sigmoid", ["r"], ["y"], name="sig")]
-    bad = save(model(nodes, [vi("x", [1, 4])], [vi("y", [1, 4])], {}), tmp_path / "sig.onnx")
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Erf", ["r"], ["y"], name="e")]
+    bad = save(model(nodes, [vi("x", [1, 4])], [vi("y", [1, 4])], {}), tmp_path / "erf.onnx")
     p = cli("capture", bad, "-o", tmp_path / "out", cwd=tmp_path)
     assert p.returncode == 2, p
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("specialize: error: sig.onnx: node 1 (Sigmoid 'sig'): not "
+    assert len(lines) == 1 and lines[0].startswith("specialize: error: erf.onnx: node 1 (Erf 'e'): not "
                                                    "supported"), p.stderr
     (tmp_path / "junk.onnx").write_bytes(b"\x08\x07garbage" * 10)
     p = cli("capture", tmp_path / "junk.onnx", "-o", tmp_path / "out", cwd=tmp_path)
