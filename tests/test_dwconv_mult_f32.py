@@ -8,6 +8,7 @@ import ctypes
 
 import numpy as np
 import pytest
+from every_variant import every_variant_passes
 from test_kernels_f32 import SENTINEL, _check, _guarded, _ptr, conv_ref, host_library
 
 
@@ -115,11 +116,5 @@ def test_capture_sends_multipliers_2_and_4_to_the_kernel(dw_model):
 
 
 def test_model_in_every_variant(dw_model, tmp_path):
-    from specializer import inputs
-    from specializer.driver.compare import compare
-    from specializer.optimize import variants
 
-    comp = compare(inputs.load(dw_model.model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
-    assert [r.variant for r in comp.rows] == list(variants.VARIANTS)
-    for r in comp.rows:
-        assert r.status == "pass", (r.variant, r)
+    every_variant_passes(dw_model.model_ll, tmp_path, exact=False)

@@ -6,6 +6,7 @@ in the exact one."""
 
 import numpy as np
 import pytest
+from every_variant import every_variant_passes
 from kernel_firmware import run_kernel
 from test_cmsis_nn import DATA, dw_case, ref_dw
 
@@ -116,17 +117,11 @@ dw_mult_int8.weights = params
 def test_quantized_multiplier_model_in_every_variant(tmp_path):
     """all-args runs the depthwise on libjit_dwconv_mult_s8, the others on CMSIS-NN's; every
     variant's output equals the int8 model's JAX value exactly."""
-    from specializer import inputs
     from specializer.capture.capture import capture
-    from specializer.driver.compare import compare
-    from specializer.optimize import variants
 
     src = tmp_path / "dw_mult_int8.py"
     src.write_text(DW_MULT_INT8)
     c = capture(src, "dw_mult_int8", tmp_path / "cap")
-    comp = compare(inputs.load(c.model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
-    for r in comp.rows:
-        assert r.status == "pass", (r.variant, r)
-        assert r.max_abs_err == 0, r.variant
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
     log = (tmp_path / "cmp" / "all-args" / "specialization.log").read_text()
     assert "calls @libjit_dwconv_mult_s8" in log

@@ -4,6 +4,7 @@ refusals one line, and the int8 model in every variant on QEMU equal to its JAX 
 
 import numpy as np
 import pytest
+from every_variant import every_variant_passes
 
 from specializer.quant.graph import QuantizeError
 from specializer.quant.ptq import quantize
@@ -77,16 +78,9 @@ def test_refusals_are_one_line():
 
 
 def test_in_every_variant_equal_to_jax(tmp_path):
-    from specializer import inputs
     from specializer.capture.capture import capture
-    from specializer.driver.compare import compare
-    from specializer.optimize import variants
 
     src = tmp_path / "shape_ops_int8.py"
     src.write_text(MODEL)
     c = capture(src, "shape_ops_int8", tmp_path / "cap")
-    comp = compare(inputs.load(c.model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
-    assert [r.variant for r in comp.rows] == list(variants.VARIANTS)
-    for r in comp.rows:
-        assert r.status == "pass", (r.variant, r)
-        assert r.max_abs_err == 0, r.variant
+    every_variant_passes(c.model_ll, tmp_path, exact=True)

@@ -13,6 +13,7 @@ import math
 import jax
 import numpy as np
 import pytest
+from every_variant import every_variant_passes
 from test_tflite_import import OP, Tflm, act8, model_bytes, operator
 from tflite_micro.tensorflow.lite.micro.compression import model_editor as me
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
@@ -155,10 +156,7 @@ def test_a_network_with_the_four_in_every_variant_equal_to_tflite_micro(tmp_path
     are the reference) and run on QEMU in every variant: value for value."""
     from test_tflite_import import const, conv_options, out_scale, rand8
 
-    from specializer import inputs as model_inputs
     from specializer.capture.capture import capture
-    from specializer.driver.compare import compare
-    from specializer.optimize import variants
 
     rng = np.random.default_rng(31)
     in_s, ws = 0.05, rng.uniform(0.5, 2.0, 5) / 127
@@ -178,11 +176,7 @@ def test_a_network_with_the_four_in_every_variant_equal_to_tflite_micro(tmp_path
     for out, wv in zip(cap.manifest.outputs, want):
         np.testing.assert_array_equal(out.array(), wv)
         assert len(np.unique(wv)) > 20  # the activations' curves are exercised, not one saturated value
-    comp = compare(model_inputs.load(cap.model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
-    assert [r.variant for r in comp.rows] == list(variants.VARIANTS)
-    for r in comp.rows:
-        assert r.status == "pass", (r.variant, r)
-        assert r.max_abs_err == 0, r.variant
+    every_variant_passes(cap.model_ll, tmp_path, exact=True)
 
 
 # ---------------------------------------------------------------- refused, in one line
