@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from specializer.llvm import irtext, module, transforms
+from specializer.optimize import rounds
 from specializer.optimize.rounds import Specialize, specialize_rounds
 from specializer.errors import UserError
 from specializer.optimize.specialize import CodeSizes, specialize
@@ -73,6 +74,32 @@ def test_round_two_specializes_what_round_one_made_constant():
     assert "; round 2\n#2 @outer.spec.446f5657 -> @inner: kept @inner.spec.3577a77d" in log
     assert [s.round for s in spec.sites] == [1, 2]
     assert spec.rounds == 2  # round 3 found nothing new and was not logged
+
+
+def test_later_rounds_size_only_their_clones_and_carry_the_rest(monkeypatch):
+    """Round 2's scratch build defines only its clone, the clone's callee and what they reach
+    (the clone external: it has no caller there); the functions left out count for the flash
+    budget with the bytes round 1 measured (here 100 per function)."""
+    scratches = []
+
+    def sizer(text):
+        lines = text.split("\n")
+        spans = irtext.function_spans(lines)
+        scratches.append({f: lines[a] for f, (a, _) in spans.items()})
+        return CodeSizes({f: 100 for f in spans},
+                         {f: sorted({c for line in lines[a:b + 1] if (c := irtext.callee(line))})
+                          for f, (a, b) in spans.items()})
+
+    monkeypatch.setattr(rounds, "code_sizes", lambda text, *options: sizer(text))
+    spec = specialize_rounds(MODULE, Specialize(mode="all-args", max_growth=None, rounds=3, flash_budget=450))
+    first, second = scratches
+    assert set(first) == {"run", "outer", "inner", "outer.spec.446f5657"}
+    assert set(second) == {"inner", "inner.spec.3577a77d"}
+    assert not irtext.has_keyword(second["inner.spec.3577a77d"], "internal")  # external: no caller here
+    assert irtext.has_keyword(first["outer.spec.446f5657"], "internal")
+    # round 1: 4 x 100 fits 450; round 2: the 300 bytes left out + 2 x 100 defined = 500 do not
+    (site,) = [s for s in spec.sites if s.round == 2]
+    assert site.status == "refused" and "would need 500 bytes of flash > 450" in site.reason
 
 
 def test_clone_names_are_not_reused_across_rounds():

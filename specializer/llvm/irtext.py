@@ -173,6 +173,18 @@ def signature(line: str) -> Signature | None:
                      m.end() - 1, end)
 
 
+_LINKAGE = re.compile(r"\b(?:private|internal|available_externally|linkonce_odr|linkonce|weak_odr|weak|common)\b ?")
+
+
+def declaration(define: str) -> str:
+    """The `declare` line of the function a `define` line starts (linkage, section, alignment and
+    body dropped; calling convention, types and attributes kept: its callers are coded the same)."""
+    s = signature(define)
+    head = _LINKAGE.sub("", s.head).strip()
+    tail = DEFINE_TAIL.match(define[s.end:]).group(1)
+    return f"declare {head} {define[s.name_at:s.end]}{tail}".replace("  ", " ")
+
+
 def calling_convention(line: str) -> str:
     """The calling convention keyword of a `define` line with a trailing space ('' for C's)."""
     m = _CALLING_CONV.search(line[len("define"):signature(line).name_at] + " ")

@@ -41,7 +41,7 @@ def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = False
     known = {f: n for f, k in keys.items() if k and (n := _recall(k)) is not None}
     for f in known:  # what was sized before is declared only: the code generator never sees its body
         start, end = spans[f]
-        lines[start:end + 1] = [_declaration(lines[start])] + [""] * (end - start)
+        lines[start:end + 1] = [irtext.declaration(lines[start])] + [""] * (end - start)
     # Always from the printed text: a function's code can depend on the order of its values'
     # uses, which printing does not keep. Each function in its own section, as the variants are
     # built: a branch to another function then never depends on how far away that one is.
@@ -51,18 +51,6 @@ def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = False
         if f not in known and k and f in sizes:
             _remember(k, sizes[f])
     return CodeSizes({**sizes, **known}, calls, data)
-
-
-_LINKAGE = re.compile(r"\b(?:private|internal|available_externally|linkonce_odr|linkonce|weak_odr|weak|common)\b ?")
-
-
-def _declaration(define: str) -> str:
-    """The `declare` line of the function a `define` line starts (linkage, section, alignment and
-    body dropped; calling convention, types and attributes kept: its callers are coded the same)."""
-    s = irtext.signature(define)
-    head = _LINKAGE.sub("", s.head).strip()
-    tail = irtext.DEFINE_TAIL.match(define[s.end:]).group(1)
-    return f"declare {head} {define[s.name_at:s.end]}{tail}".replace("  ", " ")
 
 
 def _functions(lines: list[str], spans: dict) -> tuple[dict[str, str | None], dict[str, list[str]]]:

@@ -69,7 +69,8 @@ def specialize_rounds(text: str, options: Specialize, shapes: dict | None = None
                           round=r, first_number=number, skip=skip,
                           reserved=frozenset(c for x in rounds for c in x.clones),
                           earlier=tuple(s for x in rounds for s in x.sites),
-                          shape_only=options.shape_only, dims_callers=dims_callers)
+                          shape_only=options.shape_only, dims_callers=dims_callers,
+                          before=rounds[-1].sizing if rounds else None)
         dims_callers = dims_callers | frozenset(s.clone for s in spec.sites if s.shape_only and s.clone)
         rounds.append(spec)
         text = spec.text

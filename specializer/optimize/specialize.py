@@ -26,7 +26,9 @@ call site, and one that would push the total over the limit is refused. Refused 
 keep calling the original and say so in the log. Counting the clones of a callee together is
 what catches duplication: five clones of a kernel, each as large as the kernel, add five times
 its code although each alone is "1x". Counting what a function reaches is what keeps a thin
-wrapper (a few bytes that call the real kernel) from looking tiny. The budget is per round.
+wrapper (a few bytes that call the real kernel) from looking tiny. The budget is per round; from
+round 2 on the scratch module is pruned to the round's clones, their callees and what those reach
+(`_scratch`), and what it leaves out counts for the flash budget as the round before sized it.
 
 The rewrite is textual on LLVM's printed IR (one instruction per line, canonical), guided by
 llvmlite's view of each call (callee, operand kinds, types); the result is re-parsed and
@@ -36,7 +38,7 @@ which constants: callplan.py; the result, its log and the clones' names: speclog
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import llvmlite.binding as llvm
@@ -68,6 +70,9 @@ class CodeSizes:
     bytes: dict  # function -> code bytes (ELF symbol size)
     calls: dict  # function -> names of the defined functions it calls directly
     data: int = 0  # bytes of initialized global data (constants, weights): flash too
+    # flash bytes of the functions a pruned scratch build left out, with their data (the round
+    # before measured them: `Sizing`)
+    outside: int = 0
 
     def reach(self, fn: str) -> set[str]:
         """`fn` and every function it reaches through direct calls."""
@@ -81,6 +86,18 @@ class CodeSizes:
 
     def total(self, fns) -> int:
         return sum(self.bytes[f] for f in fns)
+
+    def need(self, dead: set = frozenset()) -> int:
+        """Flash bytes (code + data) of the scratch build without the functions `dead`."""
+        return self.outside + self.total(set(self.bytes) - dead) + self.data
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What one round's sizing found, for the next round: each function's code bytes (measured
+    then or carried from before) and the flash bytes the round's accepted clones need."""
+    bytes: dict
+    need: int
 
 
 SIZER = Callable[[str], CodeSizes]  # module text -> code sizes and call graph
@@ -148,16 +165,38 @@ def _apply(m: ModuleText, clones: list[_Clone], where: str) -> str:
     return str(_applied(m, clones, where))
 
 
-def _scratch(m: ModuleText, clones: list[_Clone], where: str) -> str:
-    """The module for measuring sizes: clones out of line, specialized callees unspecialized."""
+def _scratch(m: ModuleText, clones: list[_Clone], where: str, pruned: bool) -> tuple[str, set[str]]:
+    """The module for measuring sizes, and the functions it defines: clones out of line,
+    specialized callees unspecialized. `pruned` (the rounds after the first): only the clones,
+    their callees and what those reach are defined; the rest -- above all the earlier rounds'
+    clones, the model's largest functions, whose O2 was two thirds of a kws_dscnn sizing round
+    -- is declared only, and its bytes are the round before's. The clones are then external
+    (they would be dead without their callers), so no constant reaches them from a call site."""
     mod = _applied(m, clones, where)
     for c in clones:
-        mod.get_function(c.name).add_function_attribute("noinline")
+        fn = mod.get_function(c.name)
+        fn.add_function_attribute("noinline")
+        if pruned:
+            fn.linkage = llvm.Linkage.external
     for callee in dict.fromkeys(c.callee for c in clones):
         fn = mod.get_function(callee)
         fn.linkage = llvm.Linkage.external  # no constants propagate into it from its callers
         fn.add_function_attribute("noinline")
-    return str(mod)
+    lines = str(mod).split("\n")
+    spans = irtext.function_spans(lines)
+    if not pruned:
+        return "\n".join(lines), set(spans)
+    calls = {f: {c for line in lines[a:b + 1] if (c := irtext.callee(line))} for f, (a, b) in spans.items()}
+    kept, todo = set(), [c.name for c in clones] + [c.callee for c in clones]
+    while todo:
+        f = todo.pop()
+        if f in spans and f not in kept:
+            kept.add(f)
+            todo.extend(calls[f])
+    for f, (a, b) in spans.items():
+        if f not in kept:
+            lines[a:b + 1] = [irtext.declaration(lines[a])] + [""] * (b - a)
+    return "\n".join(lines), kept
 
 
 def _flash_refusals(sizes: CodeSizes, candidates: list, measured: dict, refused: dict, budget: int) -> None:
@@ -166,7 +205,7 @@ def _flash_refusals(sizes: CodeSizes, candidates: list, measured: dict, refused:
     The scratch build holds every candidate clone and every original callee, unrolled as the
     variant's O2 unrolls, so its size is an upper bound of what the accepted clones give."""
     dead = set().union(*(measured[c.name]["added"] for c in candidates if c.name in refused))
-    need = sizes.total(set(sizes.bytes) - dead) + sizes.data
+    need = sizes.need(dead)
     order = sorted((c for c in candidates if c.name not in refused),
                    key=lambda c: (-sizes.total(measured[c.name]["added"] - dead), c.name))
     for c in order:
@@ -183,7 +222,8 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
                flash_budget: int | None = None, sizer: SIZER | None = None, shapes: dict | None = None,
                where: str = "module.ll", round: int = 1, first_number: int = 1,
                skip: frozenset = frozenset(), reserved: frozenset = frozenset(), earlier: tuple = (),
-               shape_only: frozenset = frozenset(), dims_callers: frozenset = frozenset()) -> Specialized:
+               shape_only: frozenset = frozenset(), dims_callers: frozenset = frozenset(),
+               before: Sizing | None = None) -> Specialized:
     """Specialize every call site of `text` with constant arguments (see the module docstring).
 
     sizer: module text -> {function: code bytes}, required with max_growth or flash_budget.
@@ -195,7 +235,9 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
     the names of earlier rounds' clones, never reused even when a clone has been inlined away;
     `earlier` their call sites, so a clone's clone is named by everything it fixes (`lineage`).
     shape_only (all-args): the model's call numbers (callsites.py) to specialize by dims' rule, as
-    are the calls inside `dims_callers` (the clones made for such calls in earlier rounds)."""
+    are the calls inside `dims_callers` (the clones made for such calls in earlier rounds).
+    before: the sizing of the round before (Specialized.sizing), which makes this round's scratch
+    build a pruned one (`_scratch`)."""
     if mode not in MODES:
         raise UserError(f"unknown specialization mode '{mode}' (use {' or '.join(MODES)})")
     if max_growth is not None and max_growth <= 0:
@@ -219,11 +261,15 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
     candidates = list(clones.values())
 
     measured: dict[str, dict] = {}  # clone -> its sizes for the log
+    sizing = None
     refused: dict[str, str] = {}
     if (max_growth is not None or flash_budget is not None) and candidates:
         if sizer is None:
             raise ValueError("a size budget needs a sizer")
-        sizes = sizer(_scratch(m, candidates, where))
+        scratch, defined = _scratch(m, candidates, where, pruned=before is not None)
+        sizes = sizer(scratch)
+        if before is not None:
+            sizes = replace(sizes, outside=max(0, before.need - sum(before.bytes.get(f, 0) for f in defined)))
         counted: dict[str, set] = {}  # callee -> functions its admitted clones added
         for c in candidates:
             base = sizes.reach(c.callee)
@@ -240,6 +286,8 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
                 counted[c.callee] = counted.get(c.callee, set()) | new
         if flash_budget is not None:
             _flash_refusals(sizes, candidates, measured, refused, flash_budget)
+        dead = set().union(*(measured[c.name]["added"] for c in candidates if c.name in refused))
+        sizing = Sizing({**(before.bytes if before else {}), **sizes.bytes}, sizes.need(dead))
         for v in measured.values():
             v.pop("added")
     accepted = [c for c in candidates if c.name not in refused]
@@ -260,4 +308,4 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
         else:
             sites.append(Site(**common, status="shared" if c.name in seen else "kept", clone=c.name, **sizes_of))
             seen.add(c.name)
-    return Specialized(mode, max_growth, out, tuple(sites), flash_budget)
+    return Specialized(mode, max_growth, out, tuple(sites), flash_budget, sizing)

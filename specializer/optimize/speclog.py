@@ -57,6 +57,7 @@ class Specialized:
     text: str  # the module after specialization (canonical IR text)
     sites: tuple[Site, ...]
     flash_budget: int | None = None  # bytes of code + data the specialized build may take
+    sizing: object = None  # specialize.Sizing of this round, for the next one (not logged)
 
     @property
     def clones(self) -> list[str]:
