@@ -36,17 +36,42 @@ def default_jobs() -> int:
 def run_all(steps: list[Callable[[], T]], jobs: int) -> list[T]:
     """Every step's value, in order; at most `jobs` running at a time. A step's error is raised
     once every step has ended (the first in order: as a sequential run would raise it)."""
-    if jobs <= 1 or len(steps) <= 1:
-        return [step() for step in steps]
+    return run_graph([((), step) for step in steps], jobs)
+
+
+def run_graph(steps: list[tuple[tuple[int, ...], Callable]], jobs: int) -> list:
+    """Steps that need others' values: step i is (deps, fn), and fn(*the values of deps) runs once
+    those have ended (deps are earlier steps). Of the steps ready, the earliest starts first; the
+    values and the first error come back as from run_all. A step whose dependency failed does not
+    run (its outcome is that error)."""
+    assert all(d < i for i, (deps, _) in enumerate(steps) for d in deps), "a step needs a later one"
     outcomes: list = [None] * len(steps)
+
+    def call(i: int):
+        deps, fn = steps[i]
+        return lambda: fn(*(outcomes[d][1] for d in deps))
+
+    def failed_dep(i: int):
+        return next(((False, outcomes[d][1], {}, {}) for d in steps[i][0] if not outcomes[d][0]), None)
+
+    if jobs <= 1 or len(steps) <= 1:  # one after another: the first error ends it
+        values: list = []
+        for deps, fn in steps:
+            values.append(fn(*(values[d] for d in deps)))
+        return values
     running: dict[int, tuple[int, object]] = {}  # pid -> (step index, result file)
     pending = list(range(len(steps)))
     try:
         while pending or running:
-            while pending and len(running) < jobs:
-                i = pending.pop(0)
+            ready = [i for i in pending if all(outcomes[d] is not None for d in steps[i][0])]
+            while ready and len(running) < jobs:
+                i = ready.pop(0)
+                pending.remove(i)
+                if (failed := failed_dep(i)) is not None:
+                    outcomes[i] = failed
+                    continue
                 out = tempfile.TemporaryFile()
-                running[_start(steps[i], out)] = (i, out)
+                running[_start(call(i), out)] = (i, out)
             finished = 0
             for pid in list(running):  # only our children: a caller may have others (subprocess)
                 done, status = os.waitpid(pid, os.WNOHANG)
@@ -54,10 +79,14 @@ def run_all(steps: list[Callable[[], T]], jobs: int) -> list[T]:
                     i, out = running.pop(pid)
                     outcomes[i] = _outcome(out, status)
                     finished += 1
-            if not finished:
+            if not finished and (running or not ready):
                 time.sleep(0.02)
     finally:
         _stop(running)
+    return _values(outcomes)
+
+
+def _values(outcomes: list) -> list:
     values = []
     for ok, value, seconds, calls in outcomes:
         timing.add(seconds, calls)

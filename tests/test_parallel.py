@@ -40,6 +40,33 @@ def test_the_first_error_in_order_once_every_step_ended(tmp_path):
     assert all((tmp_path / f"ran{i}").exists() for i in range(4))
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_step_gets_its_dependencies_values_and_starts_once_they_ended(tmp_path, jobs):
+    """run_graph: step 2 needs steps 0 and 1 and gets their values; with two jobs it starts as
+    soon as both have ended and is done before the long step 3 (which started beside step 1)."""
+    def stamped(name, value, wait=0.0):
+        def run(*deps):
+            time.sleep(wait)
+            (tmp_path / name).write_text(str(time.monotonic()))
+            return value + sum(deps)
+        return run
+
+    steps = [((), stamped("a", 1, 0.1)), ((), stamped("b", 10, 0.2)), ((0, 1), stamped("c", 100)),
+             ((), stamped("d", 1000, 0.3))]
+    assert parallel.run_graph(steps, jobs) == [1, 10, 111, 1000]
+    started = {n: float((tmp_path / n).read_text()) for n in "abcd"}
+    assert started["c"] > max(started["a"], started["b"])
+    assert started["c"] < started["d"]
+
+
+def test_a_step_whose_dependency_failed_does_not_run(tmp_path):
+    steps = [((), _step(tmp_path, 0)), ((), _step(tmp_path, 1, fail=True)),
+             ((1,), lambda value: (tmp_path / "after").write_text("ran")), ((), _step(tmp_path, 3))]
+    with pytest.raises(UserError, match="^step 1 failed$"):
+        parallel.run_graph(steps, 2)
+    assert not (tmp_path / "after").exists() and (tmp_path / "ran3").exists()
+
+
 def test_a_step_that_dies_is_one_line():
     def dies():
         os.kill(os.getpid(), 9)

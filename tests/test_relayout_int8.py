@@ -103,7 +103,9 @@ def test_shape_only_call_is_measured_and_bit_exact(tmp_path, monkeypatch):
     model = inputs.load(c.model_ll)
     picked = []
     monkeypatch.setattr(callchoice, "choose", lambda dims, all_args: picked.append(set(all_args)) or frozenset({1}))
-    comp = compare(model, tmp_path / "cmp", variants.Options.of(unroll_candidates=()), which=("dims", "all-args"))
+    # one job: the rebuilds run in this process, where the patched choice records what it saw
+    comp = compare(model, tmp_path / "cmp", variants.Options.of(unroll_candidates=()), which=("dims", "all-args"),
+                   jobs=1)
     assert picked and all(p == {1} for p in picked)  # the conv call was costed in each build
     row = comp.row("all-args")
     assert row.status == "pass" and row.max_abs_err == 0

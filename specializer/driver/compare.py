@@ -87,9 +87,9 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
             diff_text: bool = False, jobs: int | None = None, reuse: bool = False) -> Comparison:
     """`progress(text)`, when given, hears each step as it starts (the CLI prints it on stderr);
     `diff_text`: every .ll a build writes with its .diff.ll (variants.py); `jobs`: builds run at
-    once (default: one per core; parallel.py) -- the first round of builds (every variant at every
-    unroll threshold) side by side, then the per-call choice's rebuilds of each threshold side by
-    side; the result is the same with any number of jobs; `reuse`: each build that an earlier run
+    once (default: one per core; parallel.py) -- every variant at every unroll threshold and the
+    per-call choice's rebuilds of each threshold (once its dims and all-args builds have ended),
+    the longest first; the result is the same with any number of jobs; `reuse`: each build that an earlier run
     made from the same inputs is copied from the build directory (reuse.py)."""
     say = progress or (lambda text: None)
     context = context or BuildContext.default()
@@ -108,24 +108,44 @@ def compare(model: Model, out_dir: Path, options: variants.Options = variants.Op
         return lambda: run(v, options.but(unroll_threshold=t), d, f" (unroll threshold {t or 'LLVM'})" if several else "")
 
     plan = [(v, t, len(tried) > 1) for v in which for tried in [unroll_thresholds(model, v, options)] for t in tried]
-    built = parallel.run_all([first_round(v, t, several) for v, t, several in plan], jobs)
+    run_all_args = lambda o, d, note: run(variants.ALL_ARGS, o, d, note)  # noqa: E731
+
+    def chain(t, dims: Candidate, first: Candidate) -> list[Candidate]:
+        """The per-call choice's rebuilds of all-args at threshold `t`, from that threshold's
+        first dims and all-args builds."""
+        if not (dims.passed and first.passed and (dims.dir / "profile.json").exists()):
+            return []
+        return _choose_calls(options, out_dir, t, callchoice.read(dims.dir), dims.row.cycles or 0, [first],
+                             run_all_args)
+
+    # The steps, longest first so that with -j N the short ones fill in beside them: per unroll
+    # threshold (the highest first) all-args and dims, then the per-call choice's rebuilds, which
+    # need those two and start as soon as both have ended; then the other variants. The results
+    # keep the plan's order, so the outcome is the same for any N.
+    steps: list = []
+    at: dict[int, int] = {}  # plan index -> step index
+    chain_at: dict = {}  # unroll threshold -> step index of its rebuilds
+    where = {(v, t): i for i, (v, t, _) in enumerate(plan)}
+    for t in sorted({t for v, t, _ in plan if v in variants.SPECIALIZING}, key=lambda t: -(t or 0)):
+        for v in (variants.ALL_ARGS, variants.DIMS):
+            if (v, t) in where:
+                at[where[v, t]] = len(steps)
+                steps.append(((), first_round(*plan[where[v, t]])))
+        if (variants.DIMS, t) in where and (variants.ALL_ARGS, t) in where and not options.specialize.shape_only:
+            chain_at[t] = len(steps)
+            steps.append(((at[where[variants.DIMS, t]], at[where[variants.ALL_ARGS, t]]),
+                          lambda dims, first, t=t: chain(t, dims, first)))
+    for i in range(len(plan)):
+        if i not in at:
+            at[i] = len(steps)
+            steps.append(((), first_round(*plan[i])))
+    values = parallel.run_graph(steps, jobs)
     results: dict[str, list[Candidate]] = {v: [] for v in which}
-    for (v, _, _), c in zip(plan, built):
-        results[v].append(c)
-    dims_costs: dict = {}  # unroll threshold -> the dims build's call costs (callchoice.py) and est. cycles
-    for c in results.get(variants.DIMS, []):
-        if c.passed and (c.dir / "profile.json").exists():
-            dims_costs[c.unroll_threshold] = (callchoice.read(c.dir), c.row.cycles or 0)
-    if variants.ALL_ARGS in results and not options.specialize.shape_only:
-        first = results[variants.ALL_ARGS]
-        chains = [c.unroll_threshold for c in first if c.unroll_threshold in dims_costs and c.passed]
-        run_all_args = lambda o, d, note: run(variants.ALL_ARGS, o, d, note)  # noqa: E731
-        rebuilt = parallel.run_all([
-            (lambda t=t: _choose_calls(options, out_dir, t, *dims_costs[t],
-                                       [c for c in first if c.unroll_threshold == t], run_all_args))
-            for t in chains], jobs)
-        for made in rebuilt:
-            results[variants.ALL_ARGS].extend(made)
+    for i, (v, _, _) in enumerate(plan):
+        results[v].append(values[at[i]])
+    for c in list(results.get(variants.ALL_ARGS, [])):
+        if c.unroll_threshold in chain_at:
+            results[variants.ALL_ARGS].extend(values[chain_at[c.unroll_threshold]])
     rows = []
     for v in which:
         best = _best(results[v])
