@@ -38,6 +38,7 @@ which constants: callplan.py; the result, its log and the clones' names: speclog
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -165,19 +166,51 @@ def _apply(m: ModuleText, clones: list[_Clone], where: str) -> str:
     return str(_applied(m, clones, where))
 
 
+# a pruned scratch build's stand-ins for the callers it leaves out (never counted: `_counted`)
+_STUB = "scratch.call."
+
+
+def _stubs(m: ModuleText, clones: list[_Clone]) -> str:
+    """One function per call site of each clone, calling it as the site does: the site's
+    constant arguments as they are, the others as the stub's parameters. What the clones'
+    callers tell O2 about them (interprocedural constants, dead arguments) stays as it was."""
+    out = []
+    for c in clones:
+        cc = m.calling_convention(c.callee)
+        for k, call in enumerate(c.sites):
+            const_at = {a.index for a in call.const}
+            params, args = [], []
+            for i, a in enumerate(call.args):
+                if i in const_at:
+                    continue
+                value = re.search(f"(?<= ){irtext.LOCAL}$", a)
+                if value:  # a value of the caller's: unknown here (the attributes stay)
+                    args.append(f"{a[:value.start()]}%p{len(params)}")
+                    params.append(f"{call.types[i]} %p{len(params)}")
+                else:
+                    args.append(a)
+            head = "" if call.ret == "void" else "%r = "
+            out.append(f"define void {quote(f'{_STUB}{c.name}.{k}')}({', '.join(params)}) {{\n"
+                       f"  {head}call {cc}{call.ret} {quote(c.name)}({', '.join(args)})\n  ret void\n}}\n")
+    return "".join(out)
+
+
+def _counted(sizes: CodeSizes) -> CodeSizes:
+    """The sizes without the stubs'."""
+    return replace(sizes, bytes={f: n for f, n in sizes.bytes.items() if not f.startswith(_STUB)},
+                   calls={f: c for f, c in sizes.calls.items() if not f.startswith(_STUB)})
+
+
 def _scratch(m: ModuleText, clones: list[_Clone], where: str, pruned: bool) -> tuple[str, set[str]]:
     """The module for measuring sizes, and the functions it defines: clones out of line,
     specialized callees unspecialized. `pruned` (the rounds after the first): only the clones,
     their callees and what those reach are defined; the rest -- above all the earlier rounds'
     clones, the model's largest functions, whose O2 was two thirds of a kws_dscnn sizing round
-    -- is declared only, and its bytes are the round before's. The clones are then external
-    (they would be dead without their callers), so no constant reaches them from a call site."""
+    -- is declared only, and its bytes are the round before's. Each call site of a clone is
+    then a stub of its own (`_stubs`), so the clone sees from its callers what it saw before."""
     mod = _applied(m, clones, where)
     for c in clones:
-        fn = mod.get_function(c.name)
-        fn.add_function_attribute("noinline")
-        if pruned:
-            fn.linkage = llvm.Linkage.external
+        mod.get_function(c.name).add_function_attribute("noinline")
     for callee in dict.fromkeys(c.callee for c in clones):
         fn = mod.get_function(callee)
         fn.linkage = llvm.Linkage.external  # no constants propagate into it from its callers
@@ -196,7 +229,7 @@ def _scratch(m: ModuleText, clones: list[_Clone], where: str, pruned: bool) -> t
     for f, (a, b) in spans.items():
         if f not in kept:
             lines[a:b + 1] = [irtext.declaration(lines[a])] + [""] * (b - a)
-    return "\n".join(lines), kept
+    return "\n".join(lines) + "\n" + _stubs(m, clones), kept
 
 
 def _flash_refusals(sizes: CodeSizes, candidates: list, measured: dict, refused: dict, budget: int) -> None:
@@ -267,7 +300,7 @@ def specialize(text: str, mode: str = "dims", *, max_growth: float | None = None
         if sizer is None:
             raise ValueError("a size budget needs a sizer")
         scratch, defined = _scratch(m, candidates, where, pruned=before is not None)
-        sizes = sizer(scratch)
+        sizes = _counted(sizer(scratch))
         if before is not None:
             sizes = replace(sizes, outside=max(0, before.need - sum(before.bytes.get(f, 0) for f in defined)))
         counted: dict[str, set] = {}  # callee -> functions its admitted clones added
