@@ -14,15 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from onnx import helper
+from every_variant import every_variant_passes
 from onnx_models import float_cnn, model, qdq_cnn, save, vi
 from test_onnx_import import wheel_model
 
-from specializer import inputs
 from specializer.capture import imported
 from specializer.capture.capture import capture
-from specializer.driver.compare import compare
 from specializer.errors import UserError
-from specializer.optimize import variants
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,16 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def cli(*args, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "specializer.cli", *map(str, args)], cwd=cwd,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
-
-
-def every_variant_passes(c, tmp_path, exact: bool):
-    comp = compare(inputs.load(c.model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
-    assert [r.variant for r in comp.rows] == list(variants.VARIANTS)
-    for r in comp.rows:
-        assert r.status == "pass", (r.variant, r)
-        if exact:
-            assert r.max_abs_err == 0, r.variant
-    return comp
 
 
 def test_qdq_int8_lowered_onto_cmsis_nn_and_exact_in_every_variant(tmp_path):
@@ -54,7 +42,7 @@ def test_qdq_int8_lowered_onto_cmsis_nn_and_exact_in_every_variant(tmp_path):
     got = m(*m.example_inputs)
     for t, g in zip(c.manifest.outputs, got):  # model.json keeps JAX's (the integer arithmetic)
         np.testing.assert_array_equal(t.array(), np.asarray(g))
-    every_variant_passes(c, tmp_path, exact=True)  # dequantized int8 outputs: bit for bit on QEMU
+    every_variant_passes(c.model_ll, tmp_path, exact=True)  # dequantized int8 outputs: bit for bit on QEMU
 
 
 def test_float_cnn_reference_is_onnx_reference_and_input_npy(tmp_path):
@@ -71,7 +59,7 @@ def test_float_cnn_reference_is_onnx_reference_and_input_npy(tmp_path):
 @pytest.mark.slow
 def test_float_cnn_in_every_variant(tmp_path):
     path = save(float_cnn(np.random.default_rng(1)), tmp_path / "cnn.onnx")
-    every_variant_passes(capture(path, None, tmp_path / "cap"), tmp_path, exact=False)
+    every_variant_passes(capture(path, None, tmp_path / "cap").model_ll, tmp_path, exact=False)
 
 
 @pytest.mark.slow  # about 35 s on QEMU: the kernel runs in every variant in test_conv_transpose_f32
@@ -92,7 +80,7 @@ def test_conv_transpose_decoder_in_every_variant(tmp_path):
     path = save(model(nodes, [vi("x", [1, 2, 8, 8])], [vi("y", None)], inits), tmp_path / "decoder.onnx")
     c = capture(path, None, tmp_path / "cap")
     assert c.model_ll.read_text().count("call void @libjit_conv_transpose2d_f32(") == 2
-    every_variant_passes(c, tmp_path, exact=False)
+    every_variant_passes(c.model_ll, tmp_path, exact=False)
 
 
 @pytest.mark.slow
@@ -101,7 +89,7 @@ def test_wheel_pytorch_models_in_every_variant(name, tmp_path):
     d = wheel_model(name)
     path = tmp_path / f"{name}.onnx"
     path.write_bytes((d / "model.onnx").read_bytes())
-    every_variant_passes(capture(path, None, tmp_path / "cap"), tmp_path, exact=False)
+    every_variant_passes(capture(path, None, tmp_path / "cap").model_ll, tmp_path, exact=False)
 
 
 def test_jax_differing_from_onnx_reference_is_one_line(tmp_path, monkeypatch):
@@ -145,4 +133,4 @@ def test_float_activations_in_every_variant(tmp_path):
              helper.make_node("Sigmoid", ["h"], ["y0"]), helper.make_node("Tanh", ["h"], ["t"]),
              helper.make_node("HardSigmoid", ["t"], ["y1"])]
     path = save(model(nodes, [vi("x", [1, 2, 6, 5])], [vi("y0", None), vi("y1", None)], inits), tmp_path / "acts.onnx")
-    every_variant_passes(capture(path, None, tmp_path / "cap"), tmp_path, exact=False)
+    every_variant_passes(capture(path, None, tmp_path / "cap").model_ll, tmp_path, exact=False)
