@@ -185,6 +185,14 @@ def declaration(define: str) -> str:
     return f"declare {head} {define[s.name_at:s.end]}{tail}".replace("  ", " ")
 
 
+def declare_only(lines: list[str], spans: dict, names) -> None:
+    """Turn the functions `names` (spans: function_spans of `lines`) into declarations in place;
+    the lines keep their count, so the other spans stay right."""
+    for f in names:
+        a, b = spans[f]
+        lines[a:b + 1] = [declaration(lines[a])] + [""] * (b - a)
+
+
 def calling_convention(line: str) -> str:
     """The calling convention keyword of a `define` line with a trailing space ('' for C's)."""
     m = _CALLING_CONV.search(line[len("define"):signature(line).name_at] + " ")

@@ -39,9 +39,7 @@ def code_sizes(text: str, threshold: int | None = None, pre_unroll: bool = False
     spans = irtext.function_spans(lines)
     keys, calls = _functions(lines, spans)
     known = {f: n for f, k in keys.items() if k and (n := _recall(k)) is not None}
-    for f in known:  # what was sized before is declared only: the code generator never sees its body
-        start, end = spans[f]
-        lines[start:end + 1] = [irtext.declaration(lines[start])] + [""] * (end - start)
+    irtext.declare_only(lines, spans, known)  # sized before: the code generator never sees its body
     # Always from the printed text: a function's code can depend on the order of its values'
     # uses, which printing does not keep. Each function in its own section, as the variants are
     # built: a branch to another function then never depends on how far away that one is.

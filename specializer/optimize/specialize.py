@@ -226,9 +226,7 @@ def _scratch(m: ModuleText, clones: list[_Clone], where: str, pruned: bool) -> t
         if f in spans and f not in kept:
             kept.add(f)
             todo.extend(calls[f])
-    for f, (a, b) in spans.items():
-        if f not in kept:
-            lines[a:b + 1] = [irtext.declaration(lines[a])] + [""] * (b - a)
+    irtext.declare_only(lines, spans, [f for f in spans if f not in kept])
     return "\n".join(lines) + "\n" + _stubs(m, clones), kept
 
 
