@@ -2,13 +2,15 @@
  * all-args build's replacement for CMSIS-NN's conv calls (specializer/optimize/relayout_conv.py
  * lays out its weights and folds its bias).
  *
- * Two output pixels by two output channels at a time, four taps per step. The two pixels' taps
- * are widened to int16 once (SXTB16: bytes 0/2, then 1/3 of each group of four) into `cols`,
- * and the weights are stored widened in the same order, so a step for every pair of output
- * channels is 4 + 4 loads and 8 SMLAD for 16 multiply-adds (CMSIS-NN's arm_nn_mat_mult_nt_t_s8
- * widens both sides in the loop: 8 SXTB16 more). The input offset is folded into the bias; for
- * any filter other than 1x1 without padding the pixels' windows are first gathered (int8, the
- * input zero point in the padding) at the start of `cols`, so no tap is tested or offset.
+ * Three output pixels (two with int8 panels, and for the last one or two) by two output channels
+ * at a time, four taps per step. The pixels' taps are widened to int16 once (SXTB16: bytes 0/2,
+ * then 1/3 of each group of four) into `cols`, and the weights are stored widened in the same
+ * order, so a step for every pair of output channels is, per half (taps 0/2, then 1/3), 3 + 2
+ * loads in a row and 6 SMLAD for 12 multiply-adds: 13 registers live, no spill (CMSIS-NN's
+ * arm_nn_mat_mult_nt_t_s8 does two pixels and widens both sides in the loop: 8 SXTB16 more per
+ * 16). The input offset is folded into the bias; for any filter other than 1x1 without padding
+ * the pixels' windows are first gathered (int8, the input zero point in the padding) at the
+ * start of `cols`, so no tap is tested or offset.
  *
  * Weights per pair of output channels (o, o+1; a missing o+1 is zeros), per group of four taps
  * g: int16 (w[o][4g], w[o][4g+2]), (w[o][4g+1], w[o][4g+3]), then the same for o+1; then the
@@ -56,6 +58,80 @@ static inline void gather(int8_t *col, const int8_t *in, int32_t oy, int32_t ox,
   }
 }
 
+/* The first 3 * (pixels / 3) output pixels from int16 panels, three at a time (see the top). The
+ * widened columns per group: pixel 0's taps 0/2 and 1/3, then pixel 1's, then pixel 2's. */
+static inline void triples(int8_t *out, const int8_t *in, const int16_t *w, const int32_t *rq, int8_t *cols,
+                           uint32_t *wide, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_c, int32_t kh,
+                           int32_t kw, int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+                           int32_t dil_h, int32_t dil_w, int32_t out_w, int32_t pixels, int32_t pad_value,
+                           int32_t direct, int32_t fast, int32_t out_offset, int32_t act_min, int32_t act_max)
+{
+  const int32_t k = kh * kw * in_c, groups = k / 4, tail = k % 4;
+  /* Read through a volatile copy, the widened columns' address is opaque to the optimizer, so
+     they are loaded per pair of output channels, not hoisted out of that loop into more
+     registers than there are (spilled, then reloaded one before each SMLAD: no two loads
+     pipelined). */
+  uint32_t *volatile opaque_wide = wide;
+  for (int32_t p = 0; p + 3 <= pixels; p += 3) {
+    const int8_t *x[3];
+    for (int32_t i = 0; i < 3; i++) {
+      const int32_t y = (p + i) / out_w, z = (p + i) % out_w;
+      if (direct) {
+        x[i] = in + (y * stride_h * in_w + z * stride_w) * in_c;
+      } else {
+        gather(cols + i * k, in, y, z, in_h, in_w, in_c, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w,
+               pad_value);
+        x[i] = cols + i * k;
+      }
+    }
+    for (int32_t g = 0; g < groups; g++) {
+      for (int32_t i = 0; i < 3; i++) {
+        const uint32_t u = word(x[i] + 4 * g);
+        wide[6 * g + 2 * i] = (uint32_t)__builtin_arm_sxtb16((int)u);
+        wide[6 * g + 2 * i + 1] = (uint32_t)__builtin_arm_sxtb16((int)((u >> 8) | (u << 24)));
+      }
+    }
+    int8_t *o0 = out + p * out_c, *o1 = o0 + out_c, *o2 = o1 + out_c;
+    const int16_t *wp = w;
+    for (int32_t o = 0; o < out_c; o += 2) {
+      const int32_t *r0 = rq + 4 * o, *r1 = rq + 4 * (o + 1 < out_c ? o + 1 : o);
+      uint32_t a00 = (uint32_t)r0[0], a01 = (uint32_t)r1[0], a10 = a00, a11 = a01, a20 = a00, a21 = a01;
+      const uint32_t *xw = opaque_wide;
+      for (int32_t g = 0; g < groups; g++) {
+        for (int32_t h = 0; h < 2; h++) { /* taps 0/2, then 1/3: five loads in a row, six SMLAD */
+          const uint32_t u = xw[h], v = xw[2 + h], t = xw[4 + h], wa = word(wp + 2 * h), wc = word(wp + 4 + 2 * h);
+          a00 = (uint32_t)__builtin_arm_smlad((int)u, (int)wa, (int)a00);
+          a10 = (uint32_t)__builtin_arm_smlad((int)v, (int)wa, (int)a10);
+          a20 = (uint32_t)__builtin_arm_smlad((int)t, (int)wa, (int)a20);
+          a01 = (uint32_t)__builtin_arm_smlad((int)u, (int)wc, (int)a01);
+          a11 = (uint32_t)__builtin_arm_smlad((int)v, (int)wc, (int)a11);
+          a21 = (uint32_t)__builtin_arm_smlad((int)t, (int)wc, (int)a21);
+        }
+        xw += 6;
+        wp += 8;
+      }
+      for (int32_t t = 0; t < tail; t++) {
+        const int32_t wo0 = wp[0], wo1 = wp[1];
+        wp += 2;
+        a00 += (uint32_t)(x[0][4 * groups + t] * wo0);
+        a10 += (uint32_t)(x[1][4 * groups + t] * wo0);
+        a20 += (uint32_t)(x[2][4 * groups + t] * wo0);
+        a01 += (uint32_t)(x[0][4 * groups + t] * wo1);
+        a11 += (uint32_t)(x[1][4 * groups + t] * wo1);
+        a21 += (uint32_t)(x[2][4 * groups + t] * wo1);
+      }
+      o0[o] = libjit_requant_s8(a00, r0, fast, out_offset, act_min, act_max);
+      o1[o] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
+      o2[o] = libjit_requant_s8(a20, r0, fast, out_offset, act_min, act_max);
+      if (o + 1 < out_c) {
+        o0[o + 1] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
+        o1[o + 1] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
+        o2[o + 1] = libjit_requant_s8(a21, r1, fast, out_offset, act_min, act_max);
+      }
+    }
+  }
+}
+
 int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32_t *rq, int8_t *cols,
                        int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_c, int32_t kh, int32_t kw,
                        int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dil_h,
@@ -66,10 +142,18 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
   const int32_t direct = kh == 1 && kw == 1 && pad_top == 0 && pad_left == 0;
   const int32_t pixels = out_h * out_w;
   const int32_t single = pixels == 1; /* a dense layer at batch 1: one pixel, no partner */
-  /* cols: [the two gathered windows, 2k bytes rounded up to a word, unless direct][per group:
-     pixel 0's taps 0/2 and 1/3, pixel 1's, as int16 pairs] */
-  uint32_t *wide = (uint32_t *)(cols + (direct ? 0 : (2 * k + 3) / 4 * 4));
-  for (int32_t p = 0; p < pixels; p += 2) {
+  /* cols: [the gathered windows (three when triples run, else two), their bytes rounded up to a
+     word, unless direct][per group: each pixel's taps 0/2 and 1/3 as int16 pairs] */
+  const int32_t three = !narrow && groups > 0 && pixels >= 3;
+  uint32_t *wide = (uint32_t *)(cols + (direct ? 0 : ((three ? 3 : 2) * k + 3) / 4 * 4));
+  uint32_t *volatile opaque_wide = wide; /* as in triples */
+  int32_t done = 0;
+  if (three) {
+    triples(out, in, (const int16_t *)w, rq, cols, wide, in_h, in_w, in_c, out_c, kh, kw, stride_h, stride_w, pad_top,
+            pad_left, dil_h, dil_w, out_w, pixels, pad_value, direct, fast, out_offset, act_min, act_max);
+    done = pixels / 3 * 3;
+  }
+  for (int32_t p = done; p < pixels; p += 2) {
     const int32_t q = p + 1 < pixels ? p + 1 : p; /* an odd last pixel: computed twice, stored once */
     const int8_t *x0, *x1;
     if (direct) {
@@ -97,7 +181,7 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
     for (int32_t o = 0; o < out_c; o += 2) {
       const int32_t *r0 = rq + 4 * o, *r1 = rq + 4 * (o + 1 < out_c ? o + 1 : o);
       uint32_t a00 = (uint32_t)r0[0], a01 = (uint32_t)r1[0], a10 = a00, a11 = a01;
-      const uint32_t *xw = wide;
+      const uint32_t *xw = opaque_wide;
       for (int32_t g = 0; g < groups; g++) {
         const uint32_t u02 = xw[0], u13 = xw[1], v02 = single ? 0 : xw[2], v13 = single ? 0 : xw[3];
         xw += 4;
@@ -109,20 +193,24 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
           wb = (uint32_t)__builtin_arm_sxtb16((int)((m >> 8) | (m << 24)));
           wc = (uint32_t)__builtin_arm_sxtb16((int)n);
           wd = (uint32_t)__builtin_arm_sxtb16((int)((n >> 8) | (n << 24)));
-        } else {
+        } else { /* six loads in a row, then two: at most 12 registers live */
           wa = word(wp);
           wb = word(wp + 2);
+        }
+        a00 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wa, (int)a00);
+        a00 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wb, (int)a00);
+        if (!single) {
+          a10 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wa, (int)a10);
+          a10 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wb, (int)a10);
+        }
+        if (!narrow) {
           wc = word(wp + 4);
           wd = word(wp + 6);
           wp += 8;
         }
-        a00 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wa, (int)a00);
-        a00 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wb, (int)a00);
         a01 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wc, (int)a01);
         a01 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wd, (int)a01);
         if (!single) {
-          a10 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wa, (int)a10);
-          a10 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wb, (int)a10);
           a11 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wc, (int)a11);
           a11 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wd, (int)a11);
         }

@@ -1,7 +1,7 @@
 """libjit_conv_s8 (libkernels/conv_s8.c), the all-args conv kernel, on QEMU's Cortex-M4: with the
 arguments relayout_conv.arguments lays out, every case's output equals CMSIS-NN's convolution
-computed in NumPy (test_cmsis_nn.ref_conv), 1x1 read in place and gathered windows, in the fast
-requantization and in the exact one."""
+computed in NumPy (test_cmsis_nn.ref_conv), 1x1 read in place and gathered windows, three pixels
+at a time and the one or two left, in the fast requantization and in the exact one."""
 
 import numpy as np
 import pytest
@@ -18,6 +18,7 @@ def cases():
     out = [conv_case(rng, 1, 5, 5, 16, 8, 1, 1),  # 1x1 in place, an odd number of pixels
            conv_case(rng, 1, 7, 6, 12, 6, 1, 1, stride=(2, 2)),  # ResNet's strided shortcut
            conv_case(rng, 1, 3, 4, 6, 5, 1, 1),  # k % 4 == 2 taps left, an odd number of channels
+           conv_case(rng, 1, 2, 4, 8, 6, 1, 1),  # 8 pixels: two triples, then a pair
            conv_case(rng, 1, 6, 7, 5, 6, 3, 3, pad=(1, 1)),
            conv_case(rng, 1, 12, 6, 1, 8, 10, 4, stride=(2, 2), pad=(4, 1)),  # KWS's first conv
            conv_case(rng, 1, 1, 1, 19, 7, 1, 1),  # one pixel (a dense layer at batch 1), k % 4 == 3
@@ -42,11 +43,11 @@ def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
     cs = cases()
     args = [layout(c, narrow) for c in cs]
     assert [a.fast for a in args] == [True] * (len(cs) - 1) + [False]
-    assert [a.shape.direct for a in args] == [True, True, True, False, False, True, False, True]
+    assert [a.shape.direct for a in args] == [True, True, True, True, False, False, True, False, True]
     assert all(a.weights.dtype == (np.int8 if narrow else np.int16) for a in args)
-    cols = max(a.shape.cols_bytes() for a in args)
+    cols = max(a.shape.cols_bytes(narrow) for a in args)
     got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{cols}] __attribute__((aligned(4)));\n",
-                     [(c["inp"], a, ref_conv(c).size, "cols" if a.shape.cols_bytes() else "0") for c, a in zip(cs, args)])
+                     [(c["inp"], a, ref_conv(c).size, "cols" if a.shape.cols_bytes(narrow) else "0") for c, a in zip(cs, args)])
     for i, c in enumerate(cs):
         assert np.array_equal(got[i], ref_conv(c).ravel().astype(np.int64)), i
 

@@ -84,10 +84,12 @@ class Shape:
         """1x1 without padding: the kernel reads each pixel's taps where they are."""
         return self.kh == 1 and self.kw == 1 and self.pad_top == 0 and self.pad_left == 0
 
-    def cols_bytes(self) -> int:
-        """The kernel's scratch: two gathered int8 windows (unless direct), then both pixels'
-        taps widened to int16 (libkernels/conv_s8.c)."""
-        return (0 if self.direct else (2 * self.k + 3) // 4 * 4) + 16 * (self.k // 4)
+    def cols_bytes(self, narrow: bool = False) -> int:
+        """The kernel's scratch: the gathered int8 windows (unless direct), then their taps
+        widened to int16; of three pixels with int16 panels and three pixels or more, else of
+        two (libkernels/conv_s8.c)."""
+        n = 3 if not narrow and self.k >= 4 and self.out_h * self.out_w >= 3 else 2
+        return (0 if self.direct else (n * self.k + 3) // 4 * 4) + 8 * n * (self.k // 4)
 
 
 @dataclass(frozen=True)
@@ -244,19 +246,19 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
     for (i, layer), (_, call, scope) in zip(found, calls):
         got = layer.arguments(i in narrow)
         args, s = call.args, got.shape
-        cols = max(cols, s.cols_bytes())
+        cols = max(cols, s.cols_bytes(got.narrow))
         key = (got.narrow, *(a for j, a in enumerate(args) if j not in (4, len(args) - 1)))  # not in/out
         if key not in named:
             named[key] = f"libjit.conv.{len(named)}"
             new += [int8_layout.constant_array(named[key] + ".w", "i8" if got.narrow else "i16", got.weights.tolist()),
                     int8_layout.constant_array(named[key] + ".rq", "i32", got.rq)]
-        scratch = f"ptr {quote(COLS)}" if s.cols_bytes() else "ptr null"  # k < 4: nothing widened
+        scratch = f"ptr {quote(COLS)}" if s.cols_bytes(got.narrow) else "ptr null"  # k < 4: nothing widened
         kargs = [args[-1], args[4], f"ptr {quote(named[key] + '.w')}", f"ptr {quote(named[key] + '.rq')}", scratch,
                  *(f"i32 {v}" for v in got.ints())]
         line = lines[call.line]
         lines[call.line] = line[:call.start] + f"call i32 {quote(KERNEL)}({', '.join(kargs)})" + line[call.end:]
         notes[i] = Conv(scope, call.callee, KERNEL, weight_bytes=(s.out_c * s.k, got.weights.nbytes),
-                        cols_bytes=s.cols_bytes(), fast=got.fast, narrow=got.narrow)
+                        cols_bytes=s.cols_bytes(got.narrow), fast=got.fast, narrow=got.narrow)
     if not found:
         return text, tuple(notes)
     if cols:
