@@ -120,14 +120,16 @@ static inline void triples(int8_t *out, const int8_t *in, const int16_t *w, cons
         a11 += (uint32_t)(x[1][4 * groups + t] * wo1);
         a21 += (uint32_t)(x[2][4 * groups + t] * wo1);
       }
+      /* Stored without a condition (an odd last channel's zero partner goes to its slot first,
+         then the channel over it): under `if (o + 1 < out_c)` LLVM sinks the partner's SMLADs
+         into the branch, after the channel's, and spills every column in between. */
+      const int32_t j = o + 1 < out_c ? o + 1 : o;
+      o0[j] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
+      o1[j] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
+      o2[j] = libjit_requant_s8(a21, r1, fast, out_offset, act_min, act_max);
       o0[o] = libjit_requant_s8(a00, r0, fast, out_offset, act_min, act_max);
       o1[o] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
       o2[o] = libjit_requant_s8(a20, r0, fast, out_offset, act_min, act_max);
-      if (o + 1 < out_c) {
-        o0[o + 1] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
-        o1[o + 1] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
-        o2[o + 1] = libjit_requant_s8(a21, r1, fast, out_offset, act_min, act_max);
-      }
     }
   }
 }
@@ -232,16 +234,14 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
         a10 <<= 1;
         a11 <<= 1;
       }
-      o0[o] = libjit_requant_s8(a00, r0, fast, out_offset, act_min, act_max);
+      /* as in triples: no condition on the partner; and pixel 0 last (a lone pixel is pixel 1 too) */
+      const int32_t j = o + 1 < out_c ? o + 1 : o;
       if (!single) {
+        o1[j] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
         o1[o] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
       }
-      if (o + 1 < out_c) {
-        o0[o + 1] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
-        if (!single) {
-          o1[o + 1] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
-        }
-      }
+      o0[j] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
+      o0[o] = libjit_requant_s8(a00, r0, fast, out_offset, act_min, act_max);
     }
   }
   return 0; /* CMSIS-NN's ARM_CMSIS_NN_SUCCESS: the call it replaces returns a status */
