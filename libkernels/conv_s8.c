@@ -61,7 +61,8 @@ static inline void gather(int8_t *col, const int8_t *in, int32_t oy, int32_t ox,
 /* The first 3 * (pixels / 3) output pixels from int16 panels, three at a time (see the top). The
  * widened columns per group: pixel 0's taps 0/2 and 1/3, then pixel 1's, then pixel 2's. */
 static inline void triples(int8_t *out, const int8_t *in, const int16_t *w, const int32_t *rq, int8_t *cols,
-                           uint32_t *wide, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_c, int32_t kh,
+                           uint32_t *wide, const int16_t *index, int32_t in_h, int32_t in_w, int32_t in_c,
+                           int32_t out_c, int32_t live_c, int32_t kh,
                            int32_t kw, int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
                            int32_t dil_h, int32_t dil_w, int32_t out_w, int32_t pixels, int32_t pad_value,
                            int32_t direct, int32_t fast, int32_t out_offset, int32_t act_min, int32_t act_max)
@@ -93,8 +94,9 @@ static inline void triples(int8_t *out, const int8_t *in, const int16_t *w, cons
     }
     int8_t *o0 = out + p * out_c, *o1 = o0 + out_c, *o2 = o1 + out_c;
     const int16_t *wp = w;
-    for (int32_t o = 0; o < out_c; o += 2) {
-      const int32_t *r0 = rq + 4 * o, *r1 = rq + 4 * (o + 1 < out_c ? o + 1 : o);
+    for (int32_t o = 0; o < live_c; o += 2) {
+      const int32_t j = o + 1 < live_c ? o + 1 : o;
+      const int32_t *r0 = rq + 4 * o, *r1 = rq + 4 * j;
       uint32_t a00 = (uint32_t)r0[0], a01 = (uint32_t)r1[0], a10 = a00, a11 = a01, a20 = a00, a21 = a01;
       const uint32_t *xw = opaque_wide;
       for (int32_t g = 0; g < groups; g++) {
@@ -121,21 +123,22 @@ static inline void triples(int8_t *out, const int8_t *in, const int16_t *w, cons
         a21 += (uint32_t)(x[2][4 * groups + t] * wo1);
       }
       /* Stored without a condition (an odd last channel's zero partner goes to its slot first,
-         then the channel over it): under `if (o + 1 < out_c)` LLVM sinks the partner's SMLADs
+         then the channel over it): under `if (o + 1 < live_c)` LLVM sinks the partner's SMLADs
          into the branch, after the channel's, and spills every column in between. */
-      const int32_t j = o + 1 < out_c ? o + 1 : o;
-      o0[j] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
-      o1[j] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
-      o2[j] = libjit_requant_s8(a21, r1, fast, out_offset, act_min, act_max);
-      o0[o] = libjit_requant_s8(a00, r0, fast, out_offset, act_min, act_max);
-      o1[o] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
-      o2[o] = libjit_requant_s8(a20, r0, fast, out_offset, act_min, act_max);
+      const int32_t at0 = index ? index[o] : o, at1 = index ? index[j] : j;
+      o0[at1] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
+      o1[at1] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
+      o2[at1] = libjit_requant_s8(a21, r1, fast, out_offset, act_min, act_max);
+      o0[at0] = libjit_requant_s8(a00, r0, fast, out_offset, act_min, act_max);
+      o1[at0] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
+      o2[at0] = libjit_requant_s8(a20, r0, fast, out_offset, act_min, act_max);
     }
   }
 }
 
 int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32_t *rq, int8_t *cols,
-                       int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_c, int32_t kh, int32_t kw,
+                       const int16_t *index, const int8_t *fill, int32_t in_h, int32_t in_w, int32_t in_c,
+                       int32_t out_c, int32_t live_c, int32_t kh, int32_t kw,
                        int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dil_h,
                        int32_t dil_w, int32_t out_h, int32_t out_w, int32_t pad_value, int32_t fast,
                        int32_t narrow, int32_t out_offset, int32_t act_min, int32_t act_max)
@@ -144,6 +147,14 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
   const int32_t direct = kh == 1 && kw == 1 && pad_top == 0 && pad_left == 0;
   const int32_t pixels = out_h * out_w;
   const int32_t single = pixels == 1; /* a dense layer at batch 1: one pixel, no partner */
+  if (fill) { /* the channels whose value no input changes, then the others computed over them */
+    for (int32_t p = 0; p < pixels; p++) {
+      memcpy(out + p * out_c, fill, (size_t)out_c);
+    }
+    if (live_c == 0) {
+      return 0;
+    }
+  }
   /* cols: [the gathered windows (three when triples run, else two), their bytes rounded up to a
      word, unless direct][per group: each pixel's taps 0/2 and 1/3 as int16 pairs] */
   const int32_t three = !narrow && groups > 0 && pixels >= 3;
@@ -151,7 +162,8 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
   uint32_t *volatile opaque_wide = wide; /* as in triples */
   int32_t done = 0;
   if (three) {
-    triples(out, in, (const int16_t *)w, rq, cols, wide, in_h, in_w, in_c, out_c, kh, kw, stride_h, stride_w, pad_top,
+    triples(out, in, (const int16_t *)w, rq, cols, wide, index, in_h, in_w, in_c, out_c, live_c, kh, kw, stride_h,
+            stride_w, pad_top,
             pad_left, dil_h, dil_w, out_w, pixels, pad_value, direct, fast, out_offset, act_min, act_max);
     done = pixels / 3 * 3;
   }
@@ -180,8 +192,9 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
     int8_t *o0 = out + p * out_c, *o1 = out + q * out_c;
     const int16_t *wp = (const int16_t *)w;
     const int8_t *wn = (const int8_t *)w;
-    for (int32_t o = 0; o < out_c; o += 2) {
-      const int32_t *r0 = rq + 4 * o, *r1 = rq + 4 * (o + 1 < out_c ? o + 1 : o);
+    for (int32_t o = 0; o < live_c; o += 2) {
+      const int32_t j = o + 1 < live_c ? o + 1 : o;
+      const int32_t *r0 = rq + 4 * o, *r1 = rq + 4 * j;
       uint32_t a00 = (uint32_t)r0[0], a01 = (uint32_t)r1[0], a10 = a00, a11 = a01;
       const uint32_t *xw = opaque_wide;
       for (int32_t g = 0; g < groups; g++) {
@@ -235,13 +248,13 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
         a11 <<= 1;
       }
       /* as in triples: no condition on the partner; and pixel 0 last (a lone pixel is pixel 1 too) */
-      const int32_t j = o + 1 < out_c ? o + 1 : o;
+      const int32_t at0 = index ? index[o] : o, at1 = index ? index[j] : j;
       if (!single) {
-        o1[j] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
-        o1[o] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
+        o1[at1] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
+        o1[at0] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
       }
-      o0[j] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
-      o0[o] = libjit_requant_s8(a00, r0, fast, out_offset, act_min, act_max);
+      o0[at1] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
+      o0[at0] = libjit_requant_s8(a00, r0, fast, out_offset, act_min, act_max);
     }
   }
   return 0; /* CMSIS-NN's ARM_CMSIS_NN_SUCCESS: the call it replaces returns a status */

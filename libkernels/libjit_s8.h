@@ -48,9 +48,13 @@ int32_t libjit_dwconv_mult_s8(int8_t *out, const int8_t *in, const int16_t *w, c
  * [out_c][kh][kw][in_c], CMSIS-NN's arm_convolve_s8 results exactly, for weights known at compile
  * time (conv_s8.c; specializer/optimize/relayout_conv.py writes the arguments): w int16 panels of
  * two output channels (int8 when narrow), rq as for libjit_dwconv_s8, cols scratch (relayout_conv.Shape.cols_bytes)
- * (word aligned). Returns 0. */
+ * (word aligned). Only live_c of the out_c output channels are computed (w and rq hold theirs):
+ * the one at place o goes to output channel index[o] (o when index is null); when fill is not
+ * null, each output pixel first gets its out_c bytes (the values of the channels no input
+ * changes). Returns 0. */
 int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32_t *rq, int8_t *cols,
-                       int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_c, int32_t kh, int32_t kw,
+                       const int16_t *index, const int8_t *fill, int32_t in_h, int32_t in_w, int32_t in_c,
+                       int32_t out_c, int32_t live_c, int32_t kh, int32_t kw,
                        int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dil_h,
                        int32_t dil_w, int32_t out_h, int32_t out_w, int32_t pad_value, int32_t fast,
                        int32_t narrow, int32_t out_offset, int32_t act_min, int32_t act_max);

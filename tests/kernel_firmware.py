@@ -14,7 +14,15 @@ def run_kernel(tmp_path, kernel: str, scratch: str, cases: list[tuple[np.ndarray
         wtype = "const int8_t" if a.weights.dtype == np.int8 else "const int16_t"
         defs += [c_array(f"x{i}", x, "const int8_t"), c_array(f"w{i}", a.weights, wtype),
                  c_array(f"q{i}", np.array(a.rq), "const int32_t"), f"static int8_t o{i}[{n}];\n"]
-        stmts.append(f"{kernel}(o{i}, x{i}, w{i}, q{i}, {scratch_arg}, {', '.join(map(str, a.ints()))});\n"
+        arrays = []  # the kernel's array arguments after the scratch (libjit_conv_s8: index, fill)
+        for what, arr in a.pointer_arrays():
+            if arr is None:
+                arrays.append("0")
+            else:
+                defs.append(c_array(f"{what}{i}", arr, "const int16_t" if arr.dtype == np.int16 else "const int8_t"))
+                arrays.append(f"{what}{i}")
+        stmts.append(f"{kernel}(o{i}, x{i}, w{i}, q{i}, {', '.join([scratch_arg, *arrays])}, "
+                     f"{', '.join(map(str, a.ints()))});\n"
                      f'  io_str("case{i}");\n  for (int i = 0; i < {n}; i++) io_hex32((uint32_t)(int32_t)o{i}[i]);\n'
                      '  io_str("\\n");')
     main = tmp_path / "main.c"

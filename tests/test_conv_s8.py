@@ -1,7 +1,8 @@
 """libjit_conv_s8 (libkernels/conv_s8.c), the all-args conv kernel, on QEMU's Cortex-M4: with the
 arguments relayout_conv.arguments lays out, every case's output equals CMSIS-NN's convolution
 computed in NumPy (test_cmsis_nn.ref_conv), 1x1 read in place and gathered windows, three pixels
-at a time and the one or two left, in the fast requantization and in the exact one."""
+at a time and the one or two left, in the fast requantization and in the exact one, and with
+output channels that no input changes written from a constant row instead of computed."""
 
 import numpy as np
 import pytest
@@ -26,7 +27,19 @@ def cases():
            conv_case(rng, 1, 4, 4, 8, 4, 1, 1)]
     out[-2]["act"] = out[-1]["act"] = (-100, 90)  # a fused activation's clamp
     out[-1]["shift"][1] = 2  # a left shift: no fast form, the call keeps arm_nn_requantize
-    return out
+    # channels whose output no input changes (a shift of 2^-31: every accumulator rounds to 0),
+    # written from the constant row, the others computed: three pixels at a time, then gathered
+    # windows with an odd number left, then a layer with nothing left to compute
+    some, gathered, every = (conv_case(rng, 1, 3, 3, 8, 8, 1, 1), conv_case(rng, 1, 5, 4, 4, 6, 3, 3, pad=(1, 1)),
+                             conv_case(rng, 1, 2, 3, 8, 4, 1, 1))
+    some["shift"][[1, 4, 5]] = -31
+    gathered["shift"][[0, 2, 5]] = -31
+    every["shift"][:] = -31
+    return out + [some, gathered, every]
+
+
+CONSTANT = [2, 0, 0, 2, 0, 0, 0, 0, 0, 3, 3, 4]  # output channels of each case no input changes (random shifts of
+# 2^-15 and below make some of the first cases')
 
 
 def layout(c, narrow=False) -> rc.Args:
@@ -42,8 +55,11 @@ def layout(c, narrow=False) -> rc.Args:
 def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
     cs = cases()
     args = [layout(c, narrow) for c in cs]
-    assert [a.fast for a in args] == [True] * (len(cs) - 1) + [False]
-    assert [a.shape.direct for a in args] == [True, True, True, True, False, False, True, False, True]
+    assert [a.fast for a in args] == [True] * (len(cs) - 4) + [False, True, True, True]
+    assert [a.shape.direct for a in args] == [True, True, True, True, False, False, True, False, True, True, False,
+                                              True]
+    assert [a.shape.out_c - a.live for a in args] == CONSTANT
+    assert all((a.index is None) == (a.live == a.shape.out_c) for a in args)
     assert all(a.weights.dtype == (np.int8 if narrow else np.int16) for a in args)
     cols = max(a.shape.cols_bytes(narrow) for a in args)
     got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{cols}] __attribute__((aligned(4)));\n",

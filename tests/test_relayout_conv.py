@@ -28,12 +28,13 @@ declare i32 @arm_fully_connected_s8(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr,
 def test_dense_layer_is_a_one_pixel_conv_on_the_kernel():
     text, notes = relayout_conv.convs(FC, lambda line: False)
     call = next(ln for ln in text.splitlines() if " call " in ln)
-    # out, in, weights, records, scratch; in 1x1x4 -> 3 channels, 1x1 filter, stride 1, no padding,
-    # dilation 1, out 1x1, pad value 128, fast, int16 panels, output offset, activation
+    # out, in, weights, records, scratch, no index or constant row (every channel computed); in 1x1x4
+    # -> 3 channels, all 3 computed, 1x1 filter, stride 1, no padding, dilation 1, out 1x1, pad value
+    # 128, fast, int16 panels, output offset, activation
     assert call == ("  %a = call i32 @libjit_conv_s8(ptr getelementptr (i8, ptr @arena, i32 4), ptr @arena, "
-                    "ptr @libjit.conv.0.w, ptr @libjit.conv.0.rq, ptr @libjit.conv.cols, i32 1, i32 1, i32 4, "
-                    "i32 3, i32 1, i32 1, i32 1, i32 1, i32 0, i32 0, i32 1, i32 1, i32 1, i32 1, i32 -128, i32 1, "
-                    "i32 0, i32 -5, i32 -128, i32 127)")
+                    "ptr @libjit.conv.0.w, ptr @libjit.conv.0.rq, ptr @libjit.conv.cols, ptr null, ptr null, "
+                    "i32 1, i32 1, i32 4, i32 3, i32 3, i32 1, i32 1, i32 1, i32 1, i32 0, i32 0, i32 1, i32 1, "
+                    "i32 1, i32 1, i32 -128, i32 1, i32 0, i32 -5, i32 -128, i32 127)")
     # int16 panels, doubled (fast): channels 0 and 1 interleaved by taps 0/2, 1/3; channel 2 with zeros
     assert "@libjit.conv.0.w = internal unnamed_addr constant [16 x i16] [i16 2, i16 6, i16 4, i16 8, i16 10, " \
            "i16 14, i16 12, i16 16, i16 18, i16 22, i16 20, i16 24, i16 0, i16 0, i16 0, i16 0], align 4" in text
@@ -42,6 +43,21 @@ def test_dense_layer_is_a_one_pixel_conv_on_the_kernel():
            "i32 10812, i32 1073741824, i32 -36, i32 3]" in text
     assert "@libjit.conv.cols = internal global [16 x i8] zeroinitializer, align 4" in text  # one group widened
     assert [n.kernel for n in notes] == ["libjit_conv_s8"]
+
+
+def test_a_channel_no_input_changes_is_written_from_the_constant_row():
+    # channel 2's bias saturates it: (acc + 10^7) / 16 > 127 for every input, so it is always 127
+    text, notes = relayout_conv.convs(FC.replace("i32 30]", "i32 10000000]"), lambda line: False)
+    call = next(ln for ln in text.splitlines() if " call " in ln)
+    assert ("ptr @libjit.conv.cols, ptr @libjit.conv.0.index, ptr @libjit.conv.0.fill, i32 1, i32 1, i32 4, "
+            "i32 3, i32 2, ") in call  # 3 output channels, 2 computed
+    assert "@libjit.conv.0.index = internal unnamed_addr constant [2 x i16] [i16 0, i16 1], align 4" in text
+    assert "@libjit.conv.0.fill = internal unnamed_addr constant [3 x i8] [i8 0, i8 0, i8 127], align 4" in text
+    # panels and records of the two computed channels only
+    assert "@libjit.conv.0.w = internal unnamed_addr constant [8 x i16] [i16 2, i16 6, i16 4, i16 8, i16 10, " \
+           "i16 14, i16 12, i16 16], align 4" in text
+    assert "[8 x i32] [i32 2580, i32 1073741824, i32 -36, i32 3, i32 6696, i32 1073741824, i32 -36, i32 3]" in text
+    assert "1 of 3 output channels the same value for every input" in notes[0].log_line()
 
 
 def test_what_the_kernel_does_not_cover_is_left_alone():

@@ -17,10 +17,10 @@ def test_fast_form_equals_cmsis_nn_over_the_whole_interval():
         lo, hi = -int(rng.integers(1, 40000)), int(rng.integers(1, 40000))
         form = rp.fast_form(m, shift, bias, off, lo, hi)
         assert form is not None
-        acc = np.arange(lo, hi + 1)
+        acc = np.minimum(lo + np.arange(1 << 17), hi)  # every value of the interval; one shape for JAX
         want = np.asarray(fixedpoint.requantize((acc + bias).astype(np.int32), m, shift)) + off
         assert np.array_equal(rp.evaluate(acc, form), want), (m, shift, bias, off)
-        checked += acc.size
+        checked += hi - lo + 1
     assert checked > 200_000
 
 
@@ -36,3 +36,23 @@ def test_no_fast_form_where_it_cannot_hold():
     assert rp.fast_form(1 << 30, 0, 0, 0, -10, 10) is None  # no right shift to round at
     assert rp.fast_form(1 << 30, 2, 0, 0, -10, 10) is None  # a left shift first
     assert rp.fast_form(1 << 30, -4, 0, 0, -(1 << 30), 1 << 30) is None  # 2 * acc is not an int32
+
+
+def test_constant_output_is_cmsis_nns_value_for_every_accumulator():
+    rng = np.random.default_rng(4)
+    found = {True: 0, False: 0}
+    for _ in range(24):
+        m, shift = int(rng.integers(1 << 30, (1 << 31) - 1)), -int(rng.integers(8, 24))
+        bias, off = int(rng.integers(-4000, 4000)), int(rng.integers(-128, 128))
+        act = (off, 127) if rng.integers(2) else (-128, 127)  # a fused ReLU's clamp, or none
+        lo, hi = -int(rng.integers(1, 1 << 16)), int(rng.integers(1, 1 << 16))
+        got = rp.constant_output(m, shift, bias, off, act, lo, hi)
+        acc = np.minimum(lo + np.arange(1 << 17), hi)  # every value of the interval; one shape for JAX
+        want = np.clip(np.asarray(fixedpoint.requantize((acc + bias).astype(np.int32), m, shift)) + off, *act)
+        if got is None:
+            assert want.min() != want.max(), (m, shift, bias, off, act)
+        else:
+            assert np.all(want == got), (m, shift, bias, off, act)
+        found[got is None] += 1
+    assert found[True] >= 5 and found[False] >= 5, found  # both kinds were checked
+    assert rp.constant_output(1 << 30, 1, 0, 0, (-128, 127), 0, 0) is None  # a left shift: not claimed

@@ -68,6 +68,10 @@ class KernelArgs:
     out_offset: int
     act: tuple[int, int]
 
+    def pointer_arrays(self) -> list[tuple[str, np.ndarray | None]]:
+        """Array arguments after the scratch, in the kernel's order (None: a null pointer)."""
+        return []
+
 
 @dataclass(frozen=True)
 class Constants:
@@ -100,14 +104,29 @@ def constants(g: Globals, args: list[str], out_c: int, filter_bytes: int,
     return Constants(np.frombuffer(filt, np.int8), bias, mult, shift)
 
 
+def _intervals(taps: np.ndarray, bias: list[int], in_off: int) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """Per channel: the bias with the input offset folded in, and the interval of the accumulator
+    without it (every tap reads an int8 value, or the zero point)."""
+    taps = np.asarray(taps, np.int64)
+    folded = [int(b) + in_off * int(t) for b, t in zip(bias, taps.sum(axis=1))]
+    lo = np.minimum(-128 * taps, 127 * taps).sum(axis=1)
+    hi = np.maximum(-128 * taps, 127 * taps).sum(axis=1)
+    return folded, lo, hi
+
+
+def constant_channels(taps: np.ndarray, bias: list[int], mult: list[int], shift: list[int], in_off: int,
+                      out_off: int, act: tuple[int, int]) -> list[int | None]:
+    """Per channel of int8 weights taps [channels][taps]: its output value when it is the same for
+    every input (requant_proof.constant_output), else None."""
+    folded, lo, hi = _intervals(taps, bias, in_off)
+    return [requant_proof.constant_output(int(m), int(s), b, out_off, act, int(a), int(z))
+            for m, s, b, a, z in zip(mult, shift, folded, lo, hi)]
+
+
 def requant_records(taps: np.ndarray, bias: list[int], mult: list[int], shift: list[int], in_off: int,
                     out_off: int) -> tuple[bool, list[int]]:
     """(fast, 4 ints per channel) for int8 weights taps [channels][taps] (not yet doubled)."""
-    taps = np.asarray(taps, np.int64)
-    folded = [int(b) + in_off * int(t) for b, t in zip(bias, taps.sum(axis=1))]
-    # the accumulator without its bias: every tap reads an int8 value (or the zero point)
-    lo = np.minimum(-128 * taps, 127 * taps).sum(axis=1)
-    hi = np.maximum(-128 * taps, 127 * taps).sum(axis=1)
+    folded, lo, hi = _intervals(taps, bias, in_off)
     forms = [requant_proof.fast_form(int(m), int(s), b, out_off, int(a), int(z))
              for m, s, b, a, z in zip(mult, shift, folded, lo, hi)]
     if all(forms):

@@ -10,6 +10,9 @@ filter, bias, quantization and parameters are constant globals calls ``libjit_co
   constant global, twice the int8 weight's bytes);
 * per-channel records (int8_layout.py): the input offset folded into the bias, the
   requantization in the fast form where requant_proof shows it equal, else CMSIS-NN's;
+* the output channels whose value is the same for every input (int8_layout.constant_channels)
+  left out of the panels and records: the kernel writes their values into each output pixel
+  from a constant row and computes the others, stored through an index array;
 * one scratch shared by every such call of the module: two pixels' taps widened to int16 (4 x k
   bytes), after, for any filter but 1x1 without padding, the two gathered int8 windows (2 x k
   bytes, the input zero point in the padding).
@@ -46,10 +49,14 @@ class Conv:
     cols_bytes: int = 0
     fast: bool = False
     narrow: bool = False
+    constant: tuple[int, int] = (0, 0)  # output channels constant for every input, of all
 
     def log_line(self) -> str:
         if self.kernel:
             cols = f", a {self.cols_bytes}-byte column scratch" if self.cols_bytes else ""
+            if self.constant[0]:
+                cols += (f", {self.constant[0]} of {self.constant[1]} output channels the same value for every "
+                         "input (written, not computed)")
             panels = ("int8 panels (widened in the loop)" if self.narrow else "weights widened to int16 SMLAD pairs")
             return (f"int8 conv {quote(self.scope)}: constant weights, calls {quote(self.kernel)} ({panels} "
                     f"{self.weight_bytes[0]} -> {self.weight_bytes[1]} bytes, input offset "
@@ -97,11 +104,18 @@ class Args(int8_layout.KernelArgs):
     """libjit_conv_s8's arguments for one layer (libjit_s8.h): int16 panels, or int8 when narrow."""
     shape: Shape
     narrow: bool
+    live: int  # output channels computed: all, or those not in `fill`
+    index: np.ndarray | None  # int16: each computed channel's place in the output (None: in order)
+    fill: np.ndarray | None  # int8 [out_c]: the constant channels' values (the others 0), or None
+
+    def pointer_arrays(self) -> list[tuple[str, np.ndarray | None]]:
+        """The array arguments after the scratch, in the kernel's order (None: a null pointer)."""
+        return [("index", self.index), ("fill", self.fill)]
 
     def ints(self) -> list[int]:
-        """The i32 arguments after the five pointers, in the kernel's order."""
+        """The i32 arguments after the seven pointers, in the kernel's order."""
         s = self.shape
-        return [s.in_h, s.in_w, s.in_c, s.out_c, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_top, s.pad_left, s.dil_h,
+        return [s.in_h, s.in_w, s.in_c, s.out_c, self.live, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_top, s.pad_left, s.dil_h,
                 s.dil_w, s.out_h, s.out_w, self.pad_value, int(self.fast), int(self.narrow), self.out_offset,
                 *self.act]
 
@@ -111,12 +125,19 @@ def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shi
     """The kernel's arguments for a layer: w [out_c][kh][kw][in_c] int8 values, CMSIS-NN's
     parameters; narrow: int8 panels (the weights' own bytes, widened in the loop)."""
     taps = np.asarray(w, np.int64).reshape(shape.out_c, shape.k)
+    values = int8_layout.constant_channels(taps, bias, mult, shift, in_off, out_off, act)
+    live = [c for c, v in enumerate(values) if v is None]
+    index = fill = None
+    if len(live) < shape.out_c:
+        index, fill = np.array(live, np.int16), np.array([v or 0 for v in values], np.int8)
+        taps, bias, mult, shift = taps[live], *([x[c] for c in live] for x in (bias, mult, shift))
     fast, rq = int8_layout.requant_records(taps, bias, mult, shift, in_off, out_off)
     if narrow:
         if fast:  # the kernel doubles the sum itself: the records start from the bias
             rq[0::4] = [b // 2 for b in rq[0::4]]
-        return Args(_narrow_panels(taps), rq, fast, -in_off, out_off, act, shape, True)
-    return Args(_panels(taps * (2 if fast else 1)), rq, fast, -in_off, out_off, act, shape, False)
+        return Args(_narrow_panels(taps), rq, fast, -in_off, out_off, act, shape, True, len(live), index, fill)
+    return Args(_panels(taps * (2 if fast else 1)), rq, fast, -in_off, out_off, act, shape, False, len(live), index,
+                fill)
 
 
 @dataclass(frozen=True)
@@ -138,6 +159,8 @@ def _panels(taps: np.ndarray) -> np.ndarray:
     """[out_c][k] -> per output-channel pair: per group of 4 taps (t0,t2),(t1,t3) of o then of o+1;
     then the k % 4 last taps as (o, o+1) pairs (libkernels/conv_s8.c)."""
     out_c, k = taps.shape
+    if not out_c:  # every channel constant: nothing to compute
+        return np.zeros(0, np.int16)
     if out_c % 2:
         taps = np.concatenate([taps, np.zeros((1, k), np.int64)])
     pairs, groups = taps.shape[0] // 2, k // 4
@@ -150,6 +173,8 @@ def _narrow_panels(taps: np.ndarray) -> np.ndarray:
     """[out_c][k] -> int8, per output-channel pair: per group of 4 taps those of o, then of o+1;
     then the k % 4 last taps as (o, o+1) pairs; each pair's panel padded to whole words."""
     out_c, k = taps.shape
+    if not out_c:
+        return np.zeros(0, np.int8)
     if out_c % 2:
         taps = np.concatenate([taps, np.zeros((1, k), np.int64)])
     pairs, groups = taps.shape[0] // 2, k // 4
@@ -252,16 +277,21 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
             named[key] = f"libjit.conv.{len(named)}"
             new += [int8_layout.constant_array(named[key] + ".w", "i8" if got.narrow else "i16", got.weights.tolist()),
                     int8_layout.constant_array(named[key] + ".rq", "i32", got.rq)]
+            new += [int8_layout.constant_array(f"{named[key]}.{what}", "i16" if what == "index" else "i8",
+                                               a.tolist()) for what, a in got.pointer_arrays() if a is not None]
         scratch = f"ptr {quote(COLS)}" if s.cols_bytes(got.narrow) else "ptr null"  # k < 4: nothing widened
+        arrays = [f"ptr {quote(f'{named[key]}.{what}')}" if a is not None else "ptr null"
+                  for what, a in got.pointer_arrays()]
         kargs = [args[-1], args[4], f"ptr {quote(named[key] + '.w')}", f"ptr {quote(named[key] + '.rq')}", scratch,
-                 *(f"i32 {v}" for v in got.ints())]
+                 *arrays, *(f"i32 {v}" for v in got.ints())]
         line = lines[call.line]
         lines[call.line] = line[:call.start] + f"call i32 {quote(KERNEL)}({', '.join(kargs)})" + line[call.end:]
         notes[i] = Conv(scope, call.callee, KERNEL, weight_bytes=(s.out_c * s.k, got.weights.nbytes),
-                        cols_bytes=s.cols_bytes(got.narrow), fast=got.fast, narrow=got.narrow)
+                        cols_bytes=s.cols_bytes(got.narrow), fast=got.fast, narrow=got.narrow,
+                        constant=(s.out_c - got.live, s.out_c))
     if not found:
         return text, tuple(notes)
     if cols:
         new.append(f"{quote(COLS)} = internal global [{cols} x i8] zeroinitializer, align 4")
-    new.append(f"declare i32 {quote(KERNEL)}({', '.join(['ptr'] * 5 + ['i32'] * 20)})")
+    new.append(f"declare i32 {quote(KERNEL)}({', '.join(['ptr'] * 7 + ['i32'] * 21)})")
     return "\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(new) + "\n", tuple(notes)

@@ -14,6 +14,12 @@ doubled weights and bias. Valid while 2*acc stays an int32 and t + K cannot over
 checks both over every accumulator value the channel can produce (an interval computed from its
 weights and the int8 input range) and returns None where they do not hold, or where the shift is
 not negative; the call then keeps arm_nn_requantize.
+
+`constant_output` finds the channels whose output is one value for every input: arm_nn_requantize
+is monotone in the accumulator for a non-negative multiplier and no left shift (a rounding
+multiply, then a rounding division), and so is the clamp after it, so equal outputs at both ends
+of the interval prove the output constant. (Trained networks have such channels: in MLPerf Tiny's
+VWW model the largest shifts, 2^-25 and below, belong to them.)
 """
 
 from __future__ import annotations
@@ -61,3 +67,14 @@ def evaluate(acc: np.ndarray, form: Fast) -> np.ndarray:
     a2 = 2 * acc.astype(np.int64) + form.bias2
     t = (a2 * form.multiplier + (1 << 31)) >> 32
     return (t + (t >> 63) + form.k) >> form.rs
+
+
+def constant_output(multiplier: int, shift: int, bias: int, out_offset: int, act: tuple[int, int], acc_lo: int,
+                    acc_hi: int) -> int | None:
+    """The one value of clamp(out_offset + requantize(acc + bias)) over acc in [acc_lo, acc_hi],
+    if it is one (module docstring), else None."""
+    lo, hi = acc_lo + bias, acc_hi + bias
+    if shift > 0 or multiplier < 0 or lo < -(1 << 31) or hi >= 1 << 31:
+        return None
+    ends = np.clip(reference(np.array([lo, hi], np.int64), multiplier, shift) + out_offset, *act)
+    return int(ends[0]) if ends[0] == ends[1] else None
