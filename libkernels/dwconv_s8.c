@@ -33,6 +33,7 @@ int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const 
                          int32_t act_min, int32_t act_max)
 {
   const int32_t jw = (kw + 1) / 2, jv = stride_w == 1 ? kw / 2 : 0, wrow = 2 * (jw + jv);
+  const int16_t *volatile opaque_w = w; /* see the four-output step */
   for (int32_t i = 0; i < plane_h * plane_w; i++) {
     plane[i] = (int16_t)pad_value;
   }
@@ -52,6 +53,45 @@ int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const 
       int8_t *o = out + oy * out_w * ch + c;
       int32_t ox = 0;
       if (stride_w == 1) {
+        /* Four outputs a step: per filter row nx input pairs and jw + jv weight pairs serve
+           2 * (jw + jv) SMLAD/SMLATB (two outputs a step: 2 + (jw + jv) loads for jw + jv + 1;
+           kw <= 14 here).
+           The weights are read through an opaque copy of their address, per step, so they are
+           not hoisted out of the unrolled row into registers there are not (spilled, then
+           reloaded one before each use: no two loads pipelined). */
+        const int32_t nx = jw > jv ? jw + 1 : jv + 2; /* input pairs a filter row of the step reads */
+        for (; nx <= 8 && ox + 3 < out_w; ox += 4) {
+          const int16_t *wq = opaque_w + c * kh * wrow;
+          uint32_t a0 = b, a1 = b, a2 = b, a3 = b;
+          for (int32_t ky = 0; ky < kh; ky++) {
+            const int16_t *r = rows + ky * plane_w + ox;
+            const int16_t *wr = wq + ky * wrow;
+            uint32_t x[8], e[8], d[8]; /* input pairs at r + 2m; even weight pairs; odd ones */
+            for (int32_t m = 0; m < nx; m++) {
+              x[m] = pair(r + 2 * m);
+            }
+            for (int32_t j = 0; j < jw && j < 8; j++) {
+              e[j] = pair(wr + 2 * j);
+            }
+            for (int32_t j = 0; j < jv && j < 8; j++) {
+              d[j] = pair(wr + 2 * (jw + j));
+            }
+            a1 = (uint32_t)__builtin_arm_smlatb((int)x[0], (int)e[0], (int)a1);
+            a3 = (uint32_t)__builtin_arm_smlatb((int)x[1], (int)e[0], (int)a3);
+            for (int32_t j = 0; j < jw && j < 8; j++) {
+              a0 = (uint32_t)__builtin_arm_smlad((int)x[j], (int)e[j], (int)a0);
+              a2 = (uint32_t)__builtin_arm_smlad((int)x[j + 1], (int)e[j], (int)a2);
+            }
+            for (int32_t j = 0; j < jv && j < 8; j++) {
+              a1 = (uint32_t)__builtin_arm_smlad((int)x[j + 1], (int)d[j], (int)a1);
+              a3 = (uint32_t)__builtin_arm_smlad((int)x[j + 2], (int)d[j], (int)a3);
+            }
+          }
+          o[ox * ch] = libjit_requant_s8(a0, r4, fast, out_offset, act_min, act_max);
+          o[(ox + 1) * ch] = libjit_requant_s8(a1, r4, fast, out_offset, act_min, act_max);
+          o[(ox + 2) * ch] = libjit_requant_s8(a2, r4, fast, out_offset, act_min, act_max);
+          o[(ox + 3) * ch] = libjit_requant_s8(a3, r4, fast, out_offset, act_min, act_max);
+        }
         for (; ox + 1 < out_w; ox += 2) {
           uint32_t a0 = b, a1 = b;
           for (int32_t ky = 0; ky < kh; ky++) {

@@ -1,7 +1,9 @@
 /* The requantization of the all-args int8 kernels (conv_s8.c, dwconv_s8.c): one output value from
  * its accumulator and its channel's record rq (libjit_s8.h). CMSIS-NN's arm_nn_requantize, or
  * (fast) SMMULR of the doubled accumulator and one rounding shift, whose results the compiler
- * proved equal for the channel (specializer/optimize/requant_proof.py). */
+ * proved equal for the channel (specializer/optimize/requant_proof.py); fast == 2 leaves out the
+ * sign step of the rounding, which only changes values the clamp takes to act_min anyway (the
+ * compiler passes it when act_min >= out_offset). */
 #ifndef LIBJIT_REQUANT_S8_H
 #define LIBJIT_REQUANT_S8_H
 
@@ -15,7 +17,7 @@ static inline int8_t libjit_requant_s8(uint32_t acc, const int32_t *rq, int32_t 
   int32_t v;
   if (fast) {
     const int32_t t = (int32_t)(((int64_t)(int32_t)acc * rq[1] + 0x80000000LL) >> 32);
-    v = (t + (t >> 31) + rq[2]) >> rq[3];
+    v = (t + (fast == 1 ? t >> 31 : 0) + rq[2]) >> rq[3];
   } else {
     v = arm_nn_requantize((int32_t)acc, rq[1], rq[2]) + out_offset;
   }

@@ -23,12 +23,16 @@ def cases():
            dw_case(rng, 1, 7, 6, 7, 1, 5, 3, pad=((2, 2), (1, 1))),
            dw_case(rng, 1, 5, 9, 3, 1, 2, 4, pad=((0, 1), (1, 2))),  # even width: as many odd pairs as even
            dw_case(rng, 1, 4, 6, 4, 1, 1, 1),
-           dw_case(rng, 1, 6, 6, 4, 1, 3, 3, bias=False)]
+           dw_case(rng, 1, 6, 6, 4, 1, 3, 3, bias=False),
+           dw_case(rng, 1, 3, 11, 3, 1, 1, 7, pad=((0, 0), (3, 3))),  # four outputs a step, 5 input pairs a row
+           dw_case(rng, 1, 2, 18, 2, 1, 1, 15, pad=((0, 0), (7, 7)))]  # 9 pairs a row: two outputs a step
     exact = dw_case(rng, 1, 6, 6, 5, 1, 3, 3, pad=((1, 1), (1, 1)))
     exact["shift"][2] = 1  # a left shift: no fast form, the call keeps arm_nn_requantize
     out.append(exact)
     for c in out[-3:-1]:
         c["act"] = (-100, 90)  # a fused activation's clamp
+    for c in out[:2]:  # a fused ReLU's clamp: the fast form without its sign step
+        c["act"] = (c["out_off"], 127)
     return out
 
 
@@ -44,7 +48,7 @@ def layout(c) -> rd.Args:
 def test_dwconv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path):
     cs = cases()
     args = [layout(c) for c in cs]
-    assert [a.fast for a in args] == [True] * (len(cs) - 1) + [False]
+    assert [a.fast_mode() for a in args] == [2, 2] + [1] * (len(cs) - 3) + [0]
     plane = max(a.shape.plane()[0] * a.shape.plane()[1] for a in args)
     got = run_kernel(tmp_path, "libjit_dwconv_s8", f"static int16_t plane[{plane}] __attribute__((aligned(4)));\n",
                      [(c["inp"], a, ref_dw(c).size, "plane") for c, a in zip(cs, args)])
@@ -61,6 +65,7 @@ def mult_cases():
     exact = dw_case(rng, 1, 5, 5, 3, 2, 3, 3, pad=((1, 1), (1, 1)))
     exact["shift"][3] = 1  # a left shift on one output channel: arm_nn_requantize for the call
     exact["act"] = (-90, 100)
+    out[0]["act"] = (out[0]["out_off"], 127)  # a fused ReLU's clamp: the fast form without its sign step
     return out + [exact]
 
 
@@ -68,7 +73,7 @@ def test_dwconv_mult_s8_matches_cmsis_nn_on_cortex_m4(tmp_path):
     cs = mult_cases()
     args = [layout(c) for c in cs]
     assert [a.shape.kernel for a in args] == ["libjit_dwconv_mult_s8"] * len(cs)
-    assert [a.fast for a in args] == [True] * (len(cs) - 1) + [False]
+    assert [a.fast_mode() for a in args] == [2] + [1] * (len(cs) - 2) + [0]
     plane = max(a.shape.plane()[0] * a.shape.plane()[1] for a in args)
     got = run_kernel(tmp_path, "libjit_dwconv_mult_s8", f"static int16_t plane[{plane}] __attribute__((aligned(4)));\n",
                      [(c["inp"], a, ref_dw(c).size, "plane") for c, a in zip(cs, args)])

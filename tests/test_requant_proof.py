@@ -56,3 +56,22 @@ def test_constant_output_is_cmsis_nns_value_for_every_accumulator():
         found[got is None] += 1
     assert found[True] >= 5 and found[False] >= 5, found  # both kinds were checked
     assert rp.constant_output(1 << 30, 1, 0, 0, (-128, 127), 0, 0) is None  # a left shift: not claimed
+
+
+def test_without_the_sign_step_the_same_once_clamped_at_or_above_the_output_offset():
+    rng = np.random.default_rng(6)
+    differs = 0
+    for _ in range(12):
+        m = int(rng.integers(1 << 30, (1 << 31) - 1))
+        shift, bias, off = -int(rng.integers(1, 12)), int(rng.integers(-4000, 4000)), int(rng.integers(-128, 100))
+        lo, hi = -int(rng.integers(1, 1 << 16)), int(rng.integers(1, 1 << 16))
+        form = rp.fast_form(m, shift, bias, off, lo, hi)
+        acc = np.minimum(lo + np.arange(1 << 17), hi)
+        want = np.asarray(fixedpoint.requantize((acc + bias).astype(np.int32), m, shift)) + off
+        got = rp.evaluate(acc, form, sign_step=False)
+        differs += int(np.count_nonzero(got != want))  # before the clamp it is not CMSIS-NN's
+        for act in ((off, 127), (min(off + 20, 127), 127)):  # a fused ReLU's clamp, or a higher one
+            assert not rp.sign_step_needed(off, act)
+            assert np.array_equal(np.clip(got, *act), np.clip(want, *act)), (m, shift, bias, off, act)
+    assert differs > 0  # the step matters where the clamp does not cover it
+    assert rp.sign_step_needed(0, (-128, 127))

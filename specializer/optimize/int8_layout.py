@@ -68,6 +68,14 @@ class KernelArgs:
     out_offset: int
     act: tuple[int, int]
 
+    def fast_mode(self) -> int:
+        """The kernels' `fast` argument (libkernels/requant_s8.h): 0 arm_nn_requantize; 1 the fast
+        form; 2 the fast form without its sign step, where the clamp makes it the same
+        (requant_proof.sign_step_needed)."""
+        if not self.fast:
+            return 0
+        return 1 if requant_proof.sign_step_needed(self.out_offset, self.act) else 2
+
     def pointer_arrays(self) -> list[tuple[str, np.ndarray | None]]:
         """Array arguments after the scratch, in the kernel's order (None: a null pointer)."""
         return []

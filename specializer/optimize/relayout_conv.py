@@ -116,7 +116,7 @@ class Args(int8_layout.KernelArgs):
         """The i32 arguments after the seven pointers, in the kernel's order."""
         s = self.shape
         return [s.in_h, s.in_w, s.in_c, s.out_c, self.live, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_top, s.pad_left, s.dil_h,
-                s.dil_w, s.out_h, s.out_w, self.pad_value, int(self.fast), int(self.narrow), self.out_offset,
+                s.dil_w, s.out_h, s.out_w, self.pad_value, self.fast_mode(), int(self.narrow), self.out_offset,
                 *self.act]
 
 

@@ -108,7 +108,7 @@ class Args(int8_layout.KernelArgs):
         """The i32 arguments after the five pointers, in the kernel's order."""
         s = self.shape
         return [s.in_h, s.in_w, s.ch, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_top, s.pad_left, s.out_h, s.out_w,
-                *s.plane(), self.pad_value, int(self.fast), self.out_offset, *self.act] + \
+                *s.plane(), self.pad_value, self.fast_mode(), self.out_offset, *self.act] + \
             ([s.mult] if s.mult != 1 else [])
 
 

@@ -15,6 +15,11 @@ checks both over every accumulator value the channel can produce (an interval co
 weights and the int8 input range) and returns None where they do not hold, or where the shift is
 not negative; the call then keeps arm_nn_requantize.
 
+The sign step (t >> 31) only matters for t < 0, where it lowers the output by at most one; there
+(t + K) >> rs is at most out_offset (K = 2^(rs-1) + out_offset * 2^rs, t <= -1), so when the
+clamp's lower bound is out_offset or above (a fused ReLU) both land on act_min and the kernels
+leave the step out (`sign_step_needed`).
+
 `constant_output` finds the channels whose output is one value for every input: arm_nn_requantize
 is monotone in the accumulator for a non-negative multiplier and no left shift (a rounding
 multiply, then a rounding division), and so is the clamp after it, so equal outputs at both ends
@@ -62,11 +67,16 @@ def fast_form(multiplier: int, shift: int, bias: int, out_offset: int, acc_lo: i
     return Fast(2 * bias, multiplier, k, rs)
 
 
-def evaluate(acc: np.ndarray, form: Fast) -> np.ndarray:
+def evaluate(acc: np.ndarray, form: Fast, sign_step: bool = True) -> np.ndarray:
     """The fast form as the kernel computes it, on an accumulator without the bias."""
     a2 = 2 * acc.astype(np.int64) + form.bias2
     t = (a2 * form.multiplier + (1 << 31)) >> 32
-    return (t + (t >> 63) + form.k) >> form.rs
+    return (t + ((t >> 63) if sign_step else 0) + form.k) >> form.rs
+
+
+def sign_step_needed(out_offset: int, act: tuple[int, int]) -> bool:
+    """Whether the fast form needs its sign step under this clamp (module docstring)."""
+    return act[0] < out_offset
 
 
 def constant_output(multiplier: int, shift: int, bias: int, out_offset: int, act: tuple[int, int], acc_lo: int,
