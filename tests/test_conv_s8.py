@@ -37,10 +37,13 @@ def cases():
     every["shift"][:] = -31
     for c in (out[0], out[3], some):  # a fused ReLU's clamp: the fast form without its sign step
         c["act"] = (c["out_off"], 127)
-    return out + [some, gathered, every]
+    # a dense layer at batch 1 with constant channels: a step of four computed channels, then a pair
+    dense = conv_case(rng, 1, 1, 1, 12, 9, 1, 1)
+    dense["shift"][2] = -31
+    return out + [some, gathered, every, dense]
 
 
-CONSTANT = [2, 0, 0, 3, 0, 0, 0, 0, 0, 3, 3, 4]  # output channels of each case no input changes (random shifts of
+CONSTANT = [2, 0, 0, 3, 0, 0, 0, 0, 0, 3, 3, 4, 3]  # output channels of each case no input changes (random shifts of
 # 2^-15 and below make some of the first cases')
 
 
@@ -57,9 +60,9 @@ def layout(c, narrow=False) -> rc.Args:
 def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
     cs = cases()
     args = [layout(c, narrow) for c in cs]
-    assert [a.fast_mode() for a in args] == [2, 1, 1, 2, 1, 1, 1, 1, 0, 2, 1, 1]
+    assert [a.fast_mode() for a in args] == [2, 1, 1, 2, 1, 1, 1, 1, 0, 2, 1, 1, 1]
     assert [a.shape.direct for a in args] == [True, True, True, True, False, False, True, False, True, True, False,
-                                              True]
+                                              True, True]
     assert [a.shape.out_c - a.live for a in args] == CONSTANT
     assert all((a.index is None) == (a.live == a.shape.out_c) for a in args)
     assert all(a.weights.dtype == (np.int8 if narrow else np.int16) for a in args)
