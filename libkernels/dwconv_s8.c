@@ -111,6 +111,35 @@ int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const 
           o[(ox + 1) * ch] = libjit_requant_s8(a1, r4, fast, out_offset, act_min, act_max);
         }
       }
+      if (stride_w == 2) {
+        /* Four outputs a step: output x of the step starts at input pair x, so a filter row's
+           jw + 3 pairs and jw weight pairs serve 4 * jw SMLAD (one output: 2 * jw loads for jw). */
+        for (; jw <= 5 && ox + 3 < out_w; ox += 4) {
+          const int16_t *wq = opaque_w + c * kh * wrow;
+          uint32_t a0 = b, a1 = b, a2 = b, a3 = b;
+          for (int32_t ky = 0; ky < kh; ky++) {
+            const int16_t *r = rows + ky * plane_w + 2 * ox;
+            const int16_t *wr = wq + ky * wrow;
+            uint32_t x[8], e[5];
+            for (int32_t m = 0; m < jw + 3; m++) {
+              x[m] = pair(r + 2 * m);
+            }
+            for (int32_t j = 0; j < jw; j++) {
+              e[j] = pair(wr + 2 * j);
+            }
+            for (int32_t j = 0; j < jw; j++) {
+              a0 = (uint32_t)__builtin_arm_smlad((int)x[j], (int)e[j], (int)a0);
+              a1 = (uint32_t)__builtin_arm_smlad((int)x[j + 1], (int)e[j], (int)a1);
+              a2 = (uint32_t)__builtin_arm_smlad((int)x[j + 2], (int)e[j], (int)a2);
+              a3 = (uint32_t)__builtin_arm_smlad((int)x[j + 3], (int)e[j], (int)a3);
+            }
+          }
+          o[ox * ch] = libjit_requant_s8(a0, r4, fast, out_offset, act_min, act_max);
+          o[(ox + 1) * ch] = libjit_requant_s8(a1, r4, fast, out_offset, act_min, act_max);
+          o[(ox + 2) * ch] = libjit_requant_s8(a2, r4, fast, out_offset, act_min, act_max);
+          o[(ox + 3) * ch] = libjit_requant_s8(a3, r4, fast, out_offset, act_min, act_max);
+        }
+      }
       for (; ox < out_w; ox++) {
         uint32_t a0 = b;
         for (int32_t ky = 0; ky < kh; ky++) {
