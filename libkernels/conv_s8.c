@@ -2,7 +2,7 @@
  * all-args build's replacement for CMSIS-NN's conv calls (specializer/optimize/relayout_conv.py
  * lays out its weights and folds its bias).
  *
- * Three output pixels (two with int8 panels, and for the last one or two) by two output channels
+ * Three output pixels (two for the last one or two) by two output channels
  * at a time, four taps per step. The pixels' taps are widened to int16 once (SXTB16: bytes 0/2,
  * then 1/3 of each group of four) into `cols`, and the weights are stored widened in the same
  * order, so a step for every pair of output channels is, per half (taps 0/2, then 1/3), 3 + 2
@@ -14,9 +14,9 @@
  *
  * Weights per pair of output channels (o, o+1; a missing o+1 is zeros), per group of four taps
  * g: int16 (w[o][4g], w[o][4g+2]), (w[o][4g+1], w[o][4g+3]), then the same for o+1; then the
- * k % 4 last taps as (w[o][k], w[o+1][k]) pairs. Narrow (less flash): the same as int8, each
- * group's four taps of o, then of o+1, in their own order (widened in the loop by SXTB16), each
- * pair's panel padded to whole words.
+ * k % 4 last taps as (w[o][k], w[o+1][k]) pairs. Narrow (less flash): int8, per group the word
+ * (w[o][4g], w[o+1][4g], w[o][4g+2], w[o+1][4g+2]), whose SXTB16 is o's pair and rotated by 8
+ * o+1's, then the same of taps 1/3; the tail as before; each pair's panel padded to whole words.
  */
 #include <string.h>
 
@@ -58,14 +58,17 @@ static inline void gather(int8_t *col, const int8_t *in, int32_t oy, int32_t ox,
   }
 }
 
-/* The first 3 * (pixels / 3) output pixels from int16 panels, three at a time (see the top). The
- * widened columns per group: pixel 0's taps 0/2 and 1/3, then pixel 1's, then pixel 2's. */
-static inline void triples(int8_t *out, const int8_t *in, const int16_t *w, const int32_t *rq, int8_t *cols,
+/* The first 3 * (pixels / 3) output pixels, three at a time (see the top). The widened columns
+ * per group: pixel 0's taps 0/2 and 1/3, then pixel 1's, then pixel 2's. int8 panels (narrow):
+ * per half, the pair's two words are loaded again with the pixels' three and widened (SXTB16,
+ * rotated by 8 for taps 1/3), so 13 registers still do. */
+static inline void triples(int8_t *out, const int8_t *in, const void *w, const int32_t *rq, int8_t *cols,
                            uint32_t *wide, const int16_t *index, int32_t in_h, int32_t in_w, int32_t in_c,
                            int32_t out_c, int32_t live_c, int32_t kh,
                            int32_t kw, int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
                            int32_t dil_h, int32_t dil_w, int32_t out_w, int32_t pixels, int32_t pad_value,
-                           int32_t direct, int32_t fast, int32_t out_offset, int32_t act_min, int32_t act_max)
+                           int32_t direct, int32_t narrow, int32_t fast, int32_t out_offset, int32_t act_min,
+                           int32_t act_max)
 {
   const int32_t k = kh * kw * in_c, groups = k / 4, tail = k % 4;
   /* Read through a volatile copy, the widened columns' address is opaque to the optimizer, so
@@ -93,7 +96,8 @@ static inline void triples(int8_t *out, const int8_t *in, const int16_t *w, cons
       }
     }
     int8_t *o0 = out + p * out_c, *o1 = o0 + out_c, *o2 = o1 + out_c;
-    const int16_t *wp = w;
+    const int16_t *wp = (const int16_t *)w;
+    const int8_t *wn = (const int8_t *)w;
     for (int32_t o = 0; o < live_c; o += 2) {
       const int32_t j = o + 1 < live_c ? o + 1 : o;
       const int32_t *r0 = rq + 4 * o, *r1 = rq + 4 * j;
@@ -101,7 +105,16 @@ static inline void triples(int8_t *out, const int8_t *in, const int16_t *w, cons
       const uint32_t *xw = opaque_wide;
       for (int32_t g = 0; g < groups; g++) {
         for (int32_t h = 0; h < 2; h++) { /* taps 0/2, then 1/3: five loads in a row, six SMLAD */
-          const uint32_t u = xw[h], v = xw[2 + h], t = xw[4 + h], wa = word(wp + 2 * h), wc = word(wp + 4 + 2 * h);
+          const uint32_t u = xw[h], v = xw[2 + h], t = xw[4 + h];
+          uint32_t wa, wc;
+          if (narrow) { /* the half's word: (o, o+1) taps 0 then 2, or 1 then 3 */
+            const uint32_t m = word(wn + 4 * h);
+            wa = (uint32_t)__builtin_arm_sxtb16((int)m);
+            wc = (uint32_t)__builtin_arm_sxtb16((int)((m >> 8) | (m << 24)));
+          } else {
+            wa = word(wp + 2 * h);
+            wc = word(wp + 4 + 2 * h);
+          }
           a00 = (uint32_t)__builtin_arm_smlad((int)u, (int)wa, (int)a00);
           a10 = (uint32_t)__builtin_arm_smlad((int)v, (int)wa, (int)a10);
           a20 = (uint32_t)__builtin_arm_smlad((int)t, (int)wa, (int)a20);
@@ -111,16 +124,27 @@ static inline void triples(int8_t *out, const int8_t *in, const int16_t *w, cons
         }
         xw += 6;
         wp += 8;
+        wn += 8;
       }
       for (int32_t t = 0; t < tail; t++) {
-        const int32_t wo0 = wp[0], wo1 = wp[1];
+        const int32_t wo0 = narrow ? wn[0] : wp[0], wo1 = narrow ? wn[1] : wp[1];
         wp += 2;
+        wn += 2;
         a00 += (uint32_t)(x[0][4 * groups + t] * wo0);
         a10 += (uint32_t)(x[1][4 * groups + t] * wo0);
         a20 += (uint32_t)(x[2][4 * groups + t] * wo0);
         a01 += (uint32_t)(x[0][4 * groups + t] * wo1);
         a11 += (uint32_t)(x[1][4 * groups + t] * wo1);
         a21 += (uint32_t)(x[2][4 * groups + t] * wo1);
+      }
+      wn += (4 - 2 * tail % 4) % 4; /* each pair's int8 panel is whole words */
+      if (narrow && fast) { /* as in the pair loop */
+        a00 <<= 1;
+        a01 <<= 1;
+        a10 <<= 1;
+        a11 <<= 1;
+        a20 <<= 1;
+        a21 <<= 1;
       }
       /* Stored without a condition (an odd last channel's zero partner goes to its slot first,
          then the channel over it): under `if (o + 1 < live_c)` LLVM sinks the partner's SMLADs
@@ -157,14 +181,13 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
   }
   /* cols: [the gathered windows (three when triples run, else two), their bytes rounded up to a
      word, unless direct][per group: each pixel's taps 0/2 and 1/3 as int16 pairs] */
-  const int32_t three = !narrow && groups > 0 && pixels >= 3;
+  const int32_t three = groups > 0 && pixels >= 3;
   uint32_t *wide = (uint32_t *)(cols + (direct ? 0 : ((three ? 3 : 2) * k + 3) / 4 * 4));
   uint32_t *volatile opaque_wide = wide; /* as in triples */
   int32_t done = 0;
   if (three) {
-    triples(out, in, (const int16_t *)w, rq, cols, wide, index, in_h, in_w, in_c, out_c, live_c, kh, kw, stride_h,
-            stride_w, pad_top,
-            pad_left, dil_h, dil_w, out_w, pixels, pad_value, direct, fast, out_offset, act_min, act_max);
+    triples(out, in, w, rq, cols, wide, index, in_h, in_w, in_c, out_c, live_c, kh, kw, stride_h, stride_w, pad_top,
+            pad_left, dil_h, dil_w, out_w, pixels, pad_value, direct, narrow, fast, out_offset, act_min, act_max);
     done = pixels / 3 * 3;
   }
   for (int32_t p = done; p < pixels; p += 2) {
@@ -200,34 +223,35 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
       for (int32_t g = 0; g < groups; g++) {
         const uint32_t u02 = xw[0], u13 = xw[1], v02 = single ? 0 : xw[2], v13 = single ? 0 : xw[3];
         xw += 4;
-        uint32_t wa, wb, wc, wd;
-        if (narrow) { /* 4 int8 taps of o, then of o+1: widened here, as the input was */
-          const uint32_t m = word(wn), n = word(wn + 4);
+        if (narrow) { /* int8 words (o, o+1) of taps 0/2, then 1/3: widened here, as the input was */
+          for (int32_t h = 0; h < 2; h++) { /* each half as soon as its word is widened */
+            const uint32_t m = word(wn + 4 * h), u = h ? u13 : u02, v = h ? v13 : v02;
+            const uint32_t wa = (uint32_t)__builtin_arm_sxtb16((int)m);
+            const uint32_t wc = (uint32_t)__builtin_arm_sxtb16((int)((m >> 8) | (m << 24)));
+            a00 = (uint32_t)__builtin_arm_smlad((int)u, (int)wa, (int)a00);
+            a01 = (uint32_t)__builtin_arm_smlad((int)u, (int)wc, (int)a01);
+            if (!single) {
+              a10 = (uint32_t)__builtin_arm_smlad((int)v, (int)wa, (int)a10);
+              a11 = (uint32_t)__builtin_arm_smlad((int)v, (int)wc, (int)a11);
+            }
+          }
           wn += 8;
-          wa = (uint32_t)__builtin_arm_sxtb16((int)m);
-          wb = (uint32_t)__builtin_arm_sxtb16((int)((m >> 8) | (m << 24)));
-          wc = (uint32_t)__builtin_arm_sxtb16((int)n);
-          wd = (uint32_t)__builtin_arm_sxtb16((int)((n >> 8) | (n << 24)));
         } else { /* six loads in a row, then two: at most 12 registers live */
-          wa = word(wp);
-          wb = word(wp + 2);
-        }
-        a00 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wa, (int)a00);
-        a00 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wb, (int)a00);
-        if (!single) {
-          a10 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wa, (int)a10);
-          a10 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wb, (int)a10);
-        }
-        if (!narrow) {
-          wc = word(wp + 4);
-          wd = word(wp + 6);
+          const uint32_t wa = word(wp), wb = word(wp + 2);
+          a00 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wa, (int)a00);
+          a00 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wb, (int)a00);
+          if (!single) {
+            a10 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wa, (int)a10);
+            a10 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wb, (int)a10);
+          }
+          const uint32_t wc = word(wp + 4), wd = word(wp + 6);
           wp += 8;
-        }
-        a01 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wc, (int)a01);
-        a01 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wd, (int)a01);
-        if (!single) {
-          a11 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wc, (int)a11);
-          a11 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wd, (int)a11);
+          a01 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wc, (int)a01);
+          a01 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wd, (int)a01);
+          if (!single) {
+            a11 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wc, (int)a11);
+            a11 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wd, (int)a11);
+          }
         }
       }
       for (int32_t t = 0; t < tail; t++) {

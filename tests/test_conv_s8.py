@@ -66,9 +66,9 @@ def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
     assert [a.shape.out_c - a.live for a in args] == CONSTANT
     assert all((a.index is None) == (a.live == a.shape.out_c) for a in args)
     assert all(a.weights.dtype == (np.int8 if narrow else np.int16) for a in args)
-    cols = max(a.shape.cols_bytes(narrow) for a in args)
+    cols = max(a.shape.cols_bytes() for a in args)
     got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{cols}] __attribute__((aligned(4)));\n",
-                     [(c["inp"], a, ref_conv(c).size, "cols" if a.shape.cols_bytes(narrow) else "0") for c, a in zip(cs, args)])
+                     [(c["inp"], a, ref_conv(c).size, "cols" if a.shape.cols_bytes() else "0") for c, a in zip(cs, args)])
     for i, c in enumerate(cs):
         assert np.array_equal(got[i], ref_conv(c).ravel().astype(np.int64)), i
 
@@ -78,9 +78,10 @@ def test_panels_interleave_two_channels_in_sxtb16_order():
     assert rc._panels(taps).tolist() == [1, 3, 2, 4, 7, 9, 8, 10, 5, 11, 6, 12]
     odd = rc._panels(np.arange(1, 5).reshape(1, 4))  # one channel: its partner is zeros
     assert odd.tolist() == [1, 3, 2, 4, 0, 0, 0, 0]
-    # int8: each channel's four taps in their order, the two left as pairs, padded to a word
-    assert rc._narrow_panels(taps).tolist() == [1, 2, 3, 4, 7, 8, 9, 10, 5, 11, 6, 12]
-    assert rc._narrow_panels(np.arange(1, 11).reshape(2, 5)).tolist() == [1, 2, 3, 4, 6, 7, 8, 9, 5, 10, 0, 0]
+    # int8: per half of the group one word of both channels (o, o+1 of tap 0, then of tap 2; then taps
+    # 1 and 3): its SXTB16 is o's pair, rotated by 8 o+1's; the two left as pairs, padded to a word
+    assert rc._narrow_panels(taps).tolist() == [1, 7, 3, 9, 2, 8, 4, 10, 5, 11, 6, 12]
+    assert rc._narrow_panels(np.arange(1, 11).reshape(2, 5)).tolist() == [1, 6, 3, 8, 2, 7, 4, 9, 5, 10, 0, 0]
 
 
 def test_int16_panels_go_to_the_layers_with_most_pixels():

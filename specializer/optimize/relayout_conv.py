@@ -91,11 +91,11 @@ class Shape:
         """1x1 without padding: the kernel reads each pixel's taps where they are."""
         return self.kh == 1 and self.kw == 1 and self.pad_top == 0 and self.pad_left == 0
 
-    def cols_bytes(self, narrow: bool = False) -> int:
+    def cols_bytes(self) -> int:
         """The kernel's scratch: the gathered int8 windows (unless direct), then their taps
-        widened to int16; of three pixels with int16 panels and three pixels or more, else of
-        two (libkernels/conv_s8.c)."""
-        n = 3 if not narrow and self.k >= 4 and self.out_h * self.out_w >= 3 else 2
+        widened to int16; of three pixels where there are three or more, else of two
+        (libkernels/conv_s8.c), int16 or int8 panels alike."""
+        n = 3 if self.k >= 4 and self.out_h * self.out_w >= 3 else 2
         return (0 if self.direct else (n * self.k + 3) // 4 * 4) + 8 * n * (self.k // 4)
 
 
@@ -170,15 +170,17 @@ def _panels(taps: np.ndarray) -> np.ndarray:
 
 
 def _narrow_panels(taps: np.ndarray) -> np.ndarray:
-    """[out_c][k] -> int8, per output-channel pair: per group of 4 taps those of o, then of o+1;
-    then the k % 4 last taps as (o, o+1) pairs; each pair's panel padded to whole words."""
+    """[out_c][k] -> int8, per output-channel pair: per group of 4 taps (o t0, o+1 t0, o t2, o+1 t2),
+    (o t1, o+1 t1, o t3, o+1 t3) (one word's SXTB16 is o's pair, rotated by 8 o+1's); then the k % 4
+    last taps as (o, o+1) pairs; each pair's panel padded to whole words."""
     out_c, k = taps.shape
     if not out_c:
         return np.zeros(0, np.int8)
     if out_c % 2:
         taps = np.concatenate([taps, np.zeros((1, k), np.int64)])
     pairs, groups = taps.shape[0] // 2, k // 4
-    main = taps[:, :4 * groups].reshape(pairs, 2, groups, 4).transpose(0, 2, 1, 3).reshape(pairs, -1)
+    main = taps[:, :4 * groups].reshape(pairs, 2, groups, 4)[:, :, :, [0, 2, 1, 3]].reshape(pairs, 2, groups, 2, 2)
+    main = main.transpose(0, 2, 3, 4, 1).reshape(pairs, -1)  # [pair][group][half][tap of the half][channel]
     tail = taps[:, 4 * groups:].reshape(pairs, 2, k - 4 * groups).transpose(0, 2, 1).reshape(pairs, -1)
     pad = np.zeros((pairs, -(2 * (k - 4 * groups)) % 4), np.int64)
     return np.concatenate([main, tail, pad], axis=1).reshape(-1).astype(np.int8)
@@ -271,7 +273,7 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
     for (i, layer), (_, call, scope) in zip(found, calls):
         got = layer.arguments(i in narrow)
         args, s = call.args, got.shape
-        cols = max(cols, s.cols_bytes(got.narrow))
+        cols = max(cols, s.cols_bytes())
         key = (got.narrow, *(a for j, a in enumerate(args) if j not in (4, len(args) - 1)))  # not in/out
         if key not in named:
             named[key] = f"libjit.conv.{len(named)}"
@@ -279,7 +281,7 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
                     int8_layout.constant_array(named[key] + ".rq", "i32", got.rq)]
             new += [int8_layout.constant_array(f"{named[key]}.{what}", "i16" if what == "index" else "i8",
                                                a.tolist()) for what, a in got.pointer_arrays() if a is not None]
-        scratch = f"ptr {quote(COLS)}" if s.cols_bytes(got.narrow) else "ptr null"  # k < 4: nothing widened
+        scratch = f"ptr {quote(COLS)}" if s.cols_bytes() else "ptr null"  # k < 4: nothing widened
         arrays = [f"ptr {quote(f'{named[key]}.{what}')}" if a is not None else "ptr null"
                   for what, a in got.pointer_arrays()]
         kargs = [args[-1], args[4], f"ptr {quote(named[key] + '.w')}", f"ptr {quote(named[key] + '.rq')}", scratch,
@@ -287,7 +289,7 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
         line = lines[call.line]
         lines[call.line] = line[:call.start] + f"call i32 {quote(KERNEL)}({', '.join(kargs)})" + line[call.end:]
         notes[i] = Conv(scope, call.callee, KERNEL, weight_bytes=(s.out_c * s.k, got.weights.nbytes),
-                        cols_bytes=s.cols_bytes(got.narrow), fast=got.fast, narrow=got.narrow,
+                        cols_bytes=s.cols_bytes(), fast=got.fast, narrow=got.narrow,
                         constant=(s.out_c - got.live, s.out_c))
     if not found:
         return text, tuple(notes)
