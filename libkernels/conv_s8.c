@@ -2,8 +2,8 @@
  * all-args build's replacement for CMSIS-NN's conv calls (specializer/optimize/relayout_conv.py
  * lays out its weights and folds its bias).
  *
- * Three output pixels (two for the last one or two) by two output channels
- * at a time, four taps per step. The pixels' taps are widened to int16 once (SXTB16: bytes 0/2,
+ * Three output pixels (two for a layer of two, one for a dense layer at batch 1) by two output
+ * channels at a time, four taps per step. The pixels' taps are widened to int16 once (SXTB16: bytes 0/2,
  * then 1/3 of each group of four) into `cols`, and the weights are stored widened in the same
  * order, so a step for every pair of output channels is, per half (taps 0/2, then 1/3), 3 + 2
  * loads in a row and 6 SMLAD for 12 multiply-adds: 13 registers live, no spill (CMSIS-NN's
@@ -58,7 +58,7 @@ static inline void gather(int8_t *col, const int8_t *in, int32_t oy, int32_t ox,
   }
 }
 
-/* The first 3 * (pixels / 3) output pixels, three at a time (see the top). The widened columns
+/* Every output pixel, three at a time (see the top). The widened columns
  * per group: pixel 0's taps 0/2 and 1/3, then pixel 1's, then pixel 2's. int8 panels (narrow):
  * per half, the pair's two words are loaded again with the pixels' three and widened (SXTB16,
  * rotated by 8 for taps 1/3), so 13 registers still do. */
@@ -76,10 +76,14 @@ static inline void triples(int8_t *out, const int8_t *in, const void *w, const i
      registers than there are (spilled, then reloaded one before each SMLAD: no two loads
      pipelined). */
   uint32_t *volatile opaque_wide = wide;
-  for (int32_t p = 0; p + 3 <= pixels; p += 3) {
+  for (int32_t p = 0; p < pixels; p += 3) {
+    /* a last one or two pixels: the last computed again in the missing places and stored again,
+       the same bytes (so no second loop's code is needed for them) */
+    int32_t at[3];
     const int8_t *x[3];
     for (int32_t i = 0; i < 3; i++) {
-      const int32_t y = (p + i) / out_w, z = (p + i) % out_w;
+      at[i] = p + i < pixels ? p + i : pixels - 1;
+      const int32_t y = at[i] / out_w, z = at[i] % out_w;
       if (direct) {
         x[i] = in + (y * stride_h * in_w + z * stride_w) * in_c;
       } else {
@@ -95,7 +99,7 @@ static inline void triples(int8_t *out, const int8_t *in, const void *w, const i
         wide[6 * g + 2 * i + 1] = (uint32_t)__builtin_arm_sxtb16((int)((u >> 8) | (u << 24)));
       }
     }
-    int8_t *o0 = out + p * out_c, *o1 = o0 + out_c, *o2 = o1 + out_c;
+    int8_t *o0 = out + at[0] * out_c, *o1 = out + at[1] * out_c, *o2 = out + at[2] * out_c;
     const int16_t *wp = (const int16_t *)w;
     const int8_t *wn = (const int8_t *)w;
     for (int32_t o = 0; o < live_c; o += 2) {
@@ -188,7 +192,7 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
   if (three) {
     triples(out, in, w, rq, cols, wide, index, in_h, in_w, in_c, out_c, live_c, kh, kw, stride_h, stride_w, pad_top,
             pad_left, dil_h, dil_w, out_w, pixels, pad_value, direct, narrow, fast, out_offset, act_min, act_max);
-    done = pixels / 3 * 3;
+    done = pixels;
   }
   for (int32_t p = done; p < pixels; p += 2) {
     const int32_t q = p + 1 < pixels ? p + 1 : p; /* an odd last pixel: computed twice, stored once */
