@@ -13,9 +13,9 @@ filter, bias, quantization and parameters are constant globals calls ``libjit_co
 * the output channels whose value is the same for every input (int8_layout.constant_channels)
   left out of the panels and records: the kernel writes their values into each output pixel
   from a constant row and computes the others, stored through an index array;
-* one scratch shared by every such call of the module: two pixels' taps widened to int16 (4 x k
-  bytes), after, for any filter but 1x1 without padding, the two gathered int8 windows (2 x k
-  bytes, the input zero point in the padding).
+* one scratch shared by every such call of the module: three pixels' taps (two for a layer of
+  fewer pixels) widened to int16 (6 x k bytes), after, for any filter but 1x1 without padding,
+  their gathered int8 windows (3 x k bytes, the input zero point in the padding): Shape.cols_bytes.
 
 Sums are integers (no overflow for the kernels' sizes: checked by the fast form's bounds) and the
 requantization is CMSIS-NN's or proven equal: results are bit-exact.
