@@ -68,7 +68,8 @@ def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
     assert all(a.weights.dtype == (np.int8 if narrow else np.int16) for a in args)
     cols = max(a.shape.cols_bytes() for a in args)
     got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{cols}] __attribute__((aligned(4)));\n",
-                     [(c["inp"], a, ref_conv(c).size, "cols" if a.shape.cols_bytes() else "0") for c, a in zip(cs, args)])
+                     [(c["inp"], a, ref_conv(c).size, "cols" if a.shape.cols_bytes() else "0")
+                      for c, a in zip(cs, args)])
     for i, c in enumerate(cs):
         assert np.array_equal(got[i], ref_conv(c).ravel().astype(np.int64)), i
 

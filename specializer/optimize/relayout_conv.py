@@ -115,8 +115,8 @@ class Args(int8_layout.KernelArgs):
     def ints(self) -> list[int]:
         """The i32 arguments after the seven pointers, in the kernel's order."""
         s = self.shape
-        return [s.in_h, s.in_w, s.in_c, s.out_c, self.live, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_top, s.pad_left, s.dil_h,
-                s.dil_w, s.out_h, s.out_w, self.pad_value, self.fast_mode(), int(self.narrow), self.out_offset,
+        return [s.in_h, s.in_w, s.in_c, s.out_c, self.live, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_top, s.pad_left,
+                s.dil_h, s.dil_w, s.out_h, s.out_w, self.pad_value, self.fast_mode(), int(self.narrow), self.out_offset,
                 *self.act]
 
 
@@ -279,7 +279,7 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
             named[key] = f"libjit.conv.{len(named)}"
             new += [int8_layout.constant_array(named[key] + ".w", "i8" if got.narrow else "i16", got.weights.tolist()),
                     int8_layout.constant_array(named[key] + ".rq", "i32", got.rq)]
-            new += [int8_layout.constant_array(f"{named[key]}.{what}", "i16" if what == "index" else "i8",
+            new += [int8_layout.constant_array(f"{named[key]}.{what}", "i16" if a.dtype == np.int16 else "i8",
                                                a.tolist()) for what, a in got.pointer_arrays() if a is not None]
         scratch = f"ptr {quote(COLS)}" if s.cols_bytes() else "ptr null"  # k < 4: nothing widened
         arrays = [f"ptr {quote(f'{named[key]}.{what}')}" if a is not None else "ptr null"
