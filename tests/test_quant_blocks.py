@@ -197,6 +197,10 @@ def test_conv2d(case, per_channel):
     assert got.dtype == np.int8
     np.testing.assert_array_equal(got, ref_conv(x, wt, bias, p))
     assert len(np.unique(got)) >= 8  # the case exercises the range, not just the clamp
+    with blocks.values_only():  # the reference run's form: one dot, the same values
+        one = np.asarray(jax.jit(lambda a, b, c: blocks.conv2d(a, b, c, p))(x, wt, bias))
+        assert blocks.dot_used()
+    np.testing.assert_array_equal(one, got)
 
 
 @pytest.mark.parametrize("case", [  # (h, w, cin, mult, kh, kw, stride, padding[, dilation])
@@ -232,6 +236,9 @@ def test_fully_connected(batch, k, n, per_channel):
                              output_offset=-7, activation=(-7, 127), multipliers=m, shifts=s)
     x, wt, bias = _ints(rng, (batch, k)), _ints(rng, (n, k), -127), _ints(rng, n, -9000, 9000, np.int32)
     got = np.asarray(jax.jit(lambda a, b, c: blocks.fully_connected(a, b, c, p))(x, wt, bias))
+    with blocks.values_only():
+        one = np.asarray(jax.jit(lambda a, b, c: blocks.fully_connected(a, b, c, p))(x, wt, bias))
+    np.testing.assert_array_equal(one, got)
     ref = np.zeros((batch, n), np.int64)
     for b in range(batch):
         for o in range(n):
@@ -239,6 +246,22 @@ def test_fully_connected(batch, k, n, per_channel):
             j = o if per_channel else 0
             ref[b, o] = ref_finish(acc, m[j], p.shifts[j], p.output_offset, p.activation)
     np.testing.assert_array_equal(got, ref)
+
+
+def test_only_values_only_gives_a_dot():
+    """Capture takes XLA's IR of the chain form (it has no kernel for an int32 dot); the one-dot
+    form is for runs whose values are all that is used."""
+    p = FullyConnectedParams(batch=2, in_features=9, out_features=4, input_offset=3, output_offset=0,
+                             activation=(-128, 127), multipliers=(1 << 30,), shifts=(-2,))
+    args = (jnp.zeros((2, 9), jnp.int8), jnp.zeros((4, 9), jnp.int8), jnp.zeros(4, jnp.int32))
+
+    def hlo():
+        return jax.jit(lambda a, b, c: blocks.fully_connected(a, b, c, p)).lower(*args).as_text()
+
+    assert "dot_general" not in hlo()
+    with blocks.values_only():
+        assert "dot_general" in hlo() and blocks.dot_used()
+    assert "dot_general" not in hlo()
 
 
 POOL_CASES = [  # (h, w, c, kh, kw, stride, padding)

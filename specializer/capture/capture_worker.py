@@ -103,16 +103,22 @@ def main(argv: list[str]) -> None:
             raise SystemExit(f"error: {name}: parameter '{p}' is {a.dtype}; use 32-bit types "
                              "(float32/int32), the Cortex-M4 target has no 64-bit floats")
     jitted = jax.jit(fn, keep_unused=True)  # keep parameter numbers equal to positions
-    compiled = jitted.lower(*args).compile()
+    lower = os.environ.get("SPECIALIZER_LOWER_INT8", "1") == "1"
+    # the int8 blocks' reference run in the form XLA compiles fast, when a later trace gives the IR
+    int8 = sys.modules.get("specializer.quant.blocks")
+    with int8.values_only() if int8 is not None and lower else contextlib.nullcontext():
+        compiled = jitted.lower(*args).compile()
     results = jax.tree.leaves(compiled(*args))
     blocks = _int8_blocks()
-    if blocks is not None and blocks[0]() and os.environ.get("SPECIALIZER_LOWER_INT8", "1") == "1":
+    # a fresh callable below: JAX must trace again rather than reuse the first trace
+    if blocks is not None and blocks[0]() and lower:
         registered, calls = blocks
         with calls.emit_calls():
-            # a fresh callable: JAX must trace again rather than reuse the first trace
             compiled = jax.jit(functools.partial(fn), keep_unused=True).lower(*args).compile()
         (out / "cmsis_nn.json").write_text(json.dumps({"blocks": registered(), "kept": calls.kept()},
                                                       indent=1, sort_keys=True))
+    elif int8 is not None and lower and int8.dot_used():  # no block lowered: the IR is XLA's code of them
+        compiled = jax.jit(functools.partial(fn), keep_unused=True).lower(*args).compile()
     exe = compiled.runtime_executable()
     try:
         (out / "executable.bin").write_bytes(exe.client.serialize_executable(exe))
@@ -146,7 +152,7 @@ def main(argv: list[str]) -> None:
     if ptq is not None and isinstance(fn, ptq.QuantizedModel):  # its blocks are the layers
         from specializer.capture import layers
 
-        with _own_dump_aside(out):  # the float and int8 runs compile too
+        with _own_dump_aside(out), sys.modules["specializer.quant.blocks"].values_only():  # they compile too
             found = layers.of_quantized(fn, inputs, weights, f"{path.name}:{name}")
         (out / layers.FILE_NAME).write_text(found.dumps())
 

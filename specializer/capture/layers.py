@@ -127,8 +127,9 @@ def of_quantized(model, inputs: dict, params: dict, source: str) -> Layers:
     model on `inputs` (the model's int8 example inputs, dequantized for the float model)."""
     from specializer.quant import layererror
 
-    shapes = layererror.step_tensors(model, inputs, params)
-    snrs = layererror.snr_db(model, inputs, params)
+    vals = layererror.int8_values(model, inputs, params)
+    shapes = layererror.step_tensors(model, vals)
+    snrs = layererror.snr_db(model, inputs, vals)
     out = []
     for k, (s, (ins, o)) in enumerate(zip(model.steps, shapes)):
         ins = tuple(Tensor(tuple(t.shape), str(t.dtype)) for t in ins)

@@ -11,6 +11,8 @@ backend runs them as plain integer code and capture takes XLA's IR for them as i
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,12 +26,38 @@ from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, Fu
 
 
 
+_one_dot = False  # inside values_only(): a block's matrix product is one int32 dot
+_dot_used = False  # ... and some block was traced so
+
+
+@contextmanager
+def values_only():
+    """For a run whose only product is values (the reference outputs, per-layer errors), never for
+    a trace whose IR capture takes: each matrix product is one int32 dot. XLA compiles a chain of
+    576 rank-1 updates (a 3x3x64 convolution) for seconds, a dot at once; integer arithmetic, so
+    the values are the same. dot_used(): whether a block took that form since it began."""
+    global _one_dot, _dot_used
+    _one_dot, _dot_used = True, False
+    try:
+        yield
+    finally:
+        _one_dot = False
+
+
+def dot_used() -> bool:
+    return _dot_used
+
+
 def _matmul_nt(a, b):
     """int8 a[m, k] x int8 b[n, k]^T -> int32 [m, n] as a chain of k rank-1 multiply-adds, not an
     HLO dot: XLA fuses the int8 -> int32 widening into producers and capture has no kernel for
     the int32 dot that would leave; a multiply-reduce would be split by XLA into a materialized
-    [m, n, k] product; the chain is one loop fusion with no temporary."""
+    [m, n, k] product; the chain is one loop fusion with no temporary (values_only(): one dot)."""
+    global _dot_used
     a32, b32 = a.astype(jnp.int32), b.astype(jnp.int32)
+    if _one_dot:
+        _dot_used = True
+        return lax.dot_general(a32, b32, (((1,), (1,)), ((), ())), preferred_element_type=jnp.int32)
     acc = a32[:, 0:1] * b32[:, 0][None, :]
     for k in range(1, a.shape[1]):
         acc = acc + a32[:, k:k + 1] * b32[:, k][None, :]

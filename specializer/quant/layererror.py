@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -23,19 +24,26 @@ from specializer.quant.graph import evaluate, read
 def float_values(model, float_inputs: dict) -> list[np.ndarray]:
     """The float model's output of every layer that is a step, in step order."""
     g = model.graph
-    env = evaluate(g, [jnp.asarray(float_inputs[n], jnp.float32) for n in model.inputs])
     steps = [layer for layer in g.layers if layer.kind != "input"]
-    return [np.asarray(read(g, env, layer.out), np.float32) for layer in steps]
+
+    def run(xs):
+        env = evaluate(g, xs)
+        return [read(g, env, layer.out) for layer in steps]
+
+    # one compiled program: op by op, JAX compiles each primitive of each layer on its own
+    xs = [jnp.asarray(float_inputs[n], jnp.float32) for n in model.inputs]
+    return [np.asarray(v, np.float32) for v in jax.jit(run)(xs)]
 
 
 def int8_values(model, inputs: dict, params: dict) -> list[np.ndarray]:
-    """The inputs, then every step's int8 (or int32) output."""
-    return [np.asarray(v) for v in model.values(**{n: jnp.asarray(inputs[n]) for n in model.inputs}, **params)]
+    """The inputs, then every step's int8 (or int32) output (one compiled program, as above;
+    inside blocks.values_only() it compiles in a fraction of the time)."""
+    run = jax.jit(lambda xs, ps: model.values(**xs, **ps))
+    return [np.asarray(v) for v in run({n: jnp.asarray(inputs[n]) for n in model.inputs}, dict(params))]
 
 
-def step_tensors(model, inputs: dict, params: dict) -> list[tuple[tuple[np.ndarray, ...], np.ndarray]]:
-    """(activation inputs, output) of every step."""
-    vals = int8_values(model, inputs, params)
+def step_tensors(model, vals: list[np.ndarray]) -> list[tuple[tuple[np.ndarray, ...], np.ndarray]]:
+    """(activation inputs, output) of every step, from int8_values."""
     return [(tuple(vals[i] for i in s.ins), vals[len(model.inputs) + k]) for k, s in enumerate(model.steps)]
 
 
@@ -49,14 +57,15 @@ def snr(reference: np.ndarray, got: np.ndarray) -> float | None:
     return math.inf if noise == 0.0 else 10.0 * math.log10(signal / noise)
 
 
-def snr_db(model, inputs: dict, params: dict) -> list[float | None]:
+def snr_db(model, inputs: dict, vals: list[np.ndarray]) -> list[float | None]:
     """Per step of a quantize() model: its output's SNR (dB, rounded to 0.01) against the float
-    model's same layer on `inputs` (int8, the model's), None where it cannot be told (no float
-    graph kept, an all-zero float output, an equal one: infinite)."""
+    model's same layer on `inputs` (int8, the model's; `vals` the int8 model's int8_values on
+    them), None where it cannot be told (no float graph kept, an all-zero float output, an equal
+    one: infinite)."""
     if getattr(model, "graph", None) is None or len(model.step_qparams) != len(model.steps):
         return [None] * len(model.steps)
     floats = float_values(model, {n: model.inputs[n].dequantize(inputs[n]) for n in model.inputs})
-    ints = int8_values(model, inputs, params)[len(model.inputs):]
+    ints = vals[len(model.inputs):]
     out = []
     for f, q, qp in zip(floats, ints, model.step_qparams):
         s = snr(f, qp.dequantize(q).reshape(f.shape)) if f.size == q.size else None
