@@ -37,11 +37,12 @@ def values_only():
     576 rank-1 updates (a 3x3x64 convolution) for seconds, a dot at once; integer arithmetic, so
     the values are the same. dot_used(): whether a block took that form since it began."""
     global _one_dot, _dot_used
-    _one_dot, _dot_used = True, False
+    outer = _one_dot
+    _one_dot, _dot_used = True, _dot_used and outer
     try:
         yield
     finally:
-        _one_dot = False
+        _one_dot = outer
 
 
 def dot_used() -> bool:

@@ -103,6 +103,7 @@ class QuantizedModel:
         self.step_qparams: tuple[QParams, ...] = tuple(step_qparams)  # each step's output quantization
         self.graph = graph  # the float model's layers (the steps are its non-input layers, in order)
         self._out_index = out_index
+        self._float_view = None  # run_float's compiled program
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in list(input_names) + param_names])
 
@@ -130,7 +131,10 @@ class QuantizedModel:
     def run_float(self, params: dict, **float_inputs):
         """Quantize float inputs, run the int8 model, dequantize: the float view of it."""
         q = {n: jnp.asarray(self.inputs[n].quantize(float_inputs[n])) for n in self.inputs}
-        outs = self(**q, **params)
+        if self._float_view is None:  # compiled once (op by op, each call compiles its primitives again)
+            self._float_view = jax.jit(lambda q, p: self(**q, **p))
+        with blocks.values_only():  # its values are all it gives
+            outs = self._float_view(q, dict(params))
         outs = outs if isinstance(outs, tuple) else (outs,)
         deq = tuple(qp.dequantize(o) for qp, o in zip(self.outputs, outs))
         return deq[0] if len(deq) == 1 else deq
