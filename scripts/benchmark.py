@@ -21,7 +21,8 @@ files') however they were given.
 CI's job matrix: `--shard K/N` runs every N-th model from the K-th and writes its results as
 DIR/shard-K-of-N.json; `--merge SHARD.json ...` writes the reports from them (byte for byte
 what one run over every model writes). `-j N` builds a model's variants side by side; unchanged
-builds an earlier run kept are reused (`--no-cache`: build everything).
+builds an earlier run kept are reused, and so is a model's capture in -o's directory when nothing
+that determines it changed (specializer/capture/again.py; `--no-cache`: capture and build everything).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from specializer.report import plots, published, tables as report
 
 from specializer.optimize import variants
 from specializer.capture import imported
-from specializer.capture.capture import capture
+from specializer.capture.again import capture_again
 from specializer.cli.args import add_speed_options
 from specializer.driver import campaign
 from specializer.driver.compare import compare
@@ -275,9 +276,9 @@ def _model(spec: tuple[str, str], out: str, options, examples: int, jobs: int | 
     r = {"kind": kind, "name": name, "comparison": None, "error": None, "arena": None, "profiles": {}}
     try:
         if kind == "example":
-            c = capture(example_path(name), name, Path(out) / name)
+            c = capture_again(example_path(name), name, Path(out) / name, reuse=reuse)
         else:
-            c = capture(Path(what), None, Path(out) / name, examples=examples)
+            c = capture_again(Path(what), None, Path(out) / name, examples=examples, reuse=reuse)
             r["arena"] = imported.tflite_micro_arena(imported.read(Path(what)))
         comp = compare(inputs.load(c.model_ll), Path(out) / name / "variants", options, variants.VARIANTS,
                        jobs=jobs, reuse=reuse)
