@@ -174,6 +174,9 @@ def _as_source(ref: np.ndarray, layout, quant, want_int8: bool) -> np.ndarray:
     return np.ascontiguousarray(a.transpose(layout))
 
 
+_LAYERWISE: dict = {}  # the last model layerwise ran and its compiled layers
+
+
 def layerwise(model: OnnxModel, xs) -> list[tuple[str, int, int, int]]:
     """Each int8 layer (block or QuantizeLinear) run on onnx.reference's own inputs against
     onnx.reference's output: (layer, values that differ, values, largest difference)."""
@@ -189,11 +192,11 @@ def layerwise(model: OnnxModel, xs) -> list[tuple[str, int, int, int]]:
         name, layout, quant, dtype = src[k]
         return _as_source(ref[name], layout, quant, dtype == "int8")
     args = [([value(k) for k in layer.inputs], [model.weights[n] for n in layer.weights]) for layer in layers]
-
-    def run_all(args):  # every layer in one compiled program: XLA's start-up is paid once
-        return [layer.run(*ins, *ws) for layer, (ins, ws) in zip(layers, args)]
+    if _LAYERWISE.get("model") is not model:  # every layer in one program, compiled once per model
+        _LAYERWISE.update(model=model, run=jax.jit(
+            lambda args: [layer.run(*ins, *ws) for layer, (ins, ws) in zip(layers, args)]))
     rows = []
-    for layer, got in zip(layers, jax.jit(run_all)(args)):
+    for layer, got in zip(layers, _LAYERWISE["run"](args)):
         d = np.abs(np.asarray(got).astype(np.int32) - value(layer.output).astype(np.int32))
         rows.append((layer.name, int((d > 0).sum()), int(d.size), int(d.max(initial=0))))
     return rows
