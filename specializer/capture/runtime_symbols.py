@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from functools import lru_cache
 
+from specializer import cache
 from specializer.capture import intrinsics
 from specializer.errors import UserError
 from specializer.llvm import irtext
 from specializer.target import TARGET
-from specializer.tools import find_tool
+from specializer.tools import build_dir, find_tool
 
 # LLVM intrinsics the ARM backend lowers to a C library call for Cortex-M4 (FPv4-SP: no double
 # precision, no VRINT/VMAXNM, no transcendental instructions) -> the C function's base name.
@@ -98,10 +100,15 @@ def _newlib_symbols() -> frozenset[str]:
     archives = [_gcc_file(flags, f"-print-file-name={n}") for n in ("libc.a", "libm.a", "libnosys.a")]
     archives.append(_gcc_file(flags, "-print-libgcc-file-name"))
     nm = find_tool("arm-none-eabi-nm")
-    r = subprocess.run([nm, "-g", "--defined-only", "-P", *archives], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise UserError(f"capture: cannot list newlib's symbols: {r.stderr.strip().splitlines()[:1]}")
-    return frozenset(ln.split()[0] for ln in r.stdout.splitlines() if ln and not ln.endswith(":"))
+
+    def make(tmp: Path) -> None:  # nm over the archives: 1.4 s, once per build directory
+        r = subprocess.run([nm, "-g", "--defined-only", "-P", *archives], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise UserError(f"capture: cannot list newlib's symbols: {r.stderr.strip().splitlines()[:1]}")
+        names = sorted({ln.split()[0] for ln in r.stdout.splitlines() if ln and not ln.endswith(":")})
+        tmp.write_text("".join(f"{n}\n" for n in names))
+    key = cache.digest(*archives, *(cache.file_digest(Path(a)) for a in archives))
+    return frozenset(cache.made(build_dir() / "symbols" / f"newlib-{key[:24]}.txt", make).read_text().split())
 
 
 @lru_cache(maxsize=None)
