@@ -174,7 +174,7 @@ def _as_source(ref: np.ndarray, layout, quant, want_int8: bool) -> np.ndarray:
     return np.ascontiguousarray(a.transpose(layout))
 
 
-_LAYERWISE: dict = {}  # the last model layerwise ran and its compiled layers
+_LAYERWISE: dict = {}  # the last model layerwise ran (kept alive by it) and its compiled layers
 
 
 def layerwise(model: OnnxModel, xs) -> list[tuple[str, int, int, int]]:

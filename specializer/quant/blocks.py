@@ -35,7 +35,9 @@ def values_only():
     """For a run whose only product is values (the reference outputs, per-layer errors), never for
     a trace whose IR capture takes: each matrix product is one int32 dot. XLA compiles a chain of
     576 rank-1 updates (a 3x3x64 convolution) for seconds, a dot at once; integer arithmetic, so
-    the values are the same. dot_used(): whether a block took that form since it began."""
+    the values are the same. dot_used(): whether a block took that form since it began. The form
+    is chosen when a block is traced: a function jitted inside keeps it (JAX's trace cache does not
+    see this flag), so the trace capture takes IR from is always of a fresh callable."""
     global _one_dot, _dot_used
     outer = _one_dot
     _one_dot, _dot_used = True, _dot_used and outer
