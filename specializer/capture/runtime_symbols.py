@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from functools import lru_cache
+from pathlib import Path
 
 from specializer import cache
 from specializer.capture import intrinsics
