@@ -3,7 +3,8 @@
  * lays out its weights and folds its bias).
  *
  * Three output pixels (two for a layer of two, one for a dense layer at batch 1) by two output
- * channels at a time, four taps per step. The pixels' taps are widened to int16 once (SXTB16: bytes 0/2,
+ * channels at a time, four taps per step (one pixel with int16 panels: four output channels). The
+ * pixels' taps are widened to int16 once (SXTB16: bytes 0/2,
  * then 1/3 of each group of four) into `cols`, and the weights are stored widened in the same
  * order, so a step for every pair of output channels is, per half (taps 0/2, then 1/3), 3 + 2
  * loads in a row and 6 SMLAD for 12 multiply-adds: 13 registers live, no spill (CMSIS-NN's
@@ -17,6 +18,8 @@
  * k % 4 last taps as (w[o][k], w[o+1][k]) pairs. Narrow (less flash): int8, per group the word
  * (w[o][4g], w[o+1][4g], w[o][4g+2], w[o+1][4g+2]), whose SXTB16 is o's pair and rotated by 8
  * o+1's, then the same of taps 1/3; the tail as before; each pair's panel padded to whole words.
+ * For one pixel, int16 panels of four output channels (a missing one zeros): two pairs' panels
+ * taken a group of each in turn, then the first pair's tail, then the second's.
  */
 #include <string.h>
 
@@ -164,6 +167,51 @@ static inline void triples(int8_t *out, const int8_t *in, const void *w, const i
   }
 }
 
+/* A dense layer at batch 1 (one output pixel) with int16 panels: no second pixel shares a weight
+ * load, so four output channels share the input's instead. `wide` holds the pixel's taps 0/2 and
+ * 1/3 per group (two words a group), t its k % 4 last taps. Per group, per pair of the four: four
+ * loads in a row and four SMLAD, about 1.25 est. cycles per MAC with the input's two loads (a pair
+ * at a time: 1.5). A last quad of fewer channels computes the last one again in the missing
+ * places; the four are stored last to first, so a channel's own value is stored last. (int8 panels
+ * keep the pair loop: four channels of them, eight weight words live, spill once unrolled.) */
+static inline void quads(int8_t *out, uint32_t *wide, const int8_t *t, const int16_t *wp, const int32_t *rq,
+                         const int16_t *index, int32_t live_c, int32_t groups, int32_t tail, int32_t fast,
+                         int32_t out_offset, int32_t act_min, int32_t act_max)
+{
+  uint32_t *volatile opaque_wide = wide; /* as in triples */
+  for (int32_t o = 0; o < live_c; o += 4) {
+    int32_t j[4];
+    uint32_t a[4];
+    for (int32_t i = 0; i < 4; i++) {
+      j[i] = o + i < live_c ? o + i : live_c - 1;
+      a[i] = (uint32_t)rq[4 * j[i]];
+    }
+    const uint32_t *xw = opaque_wide;
+    for (int32_t g = 0; g < groups; g++) {
+      const uint32_t u02 = xw[0], u13 = xw[1];
+      xw += 2;
+      for (int32_t p = 0; p < 4; p += 2) { /* channels o + p and o + p + 1 */
+        const uint32_t wa = word(wp), wb = word(wp + 2), wc = word(wp + 4), wd = word(wp + 6);
+        wp += 8;
+        a[p] = (uint32_t)__builtin_arm_smlad((int)u02, (int)wa, (int)a[p]);
+        a[p] = (uint32_t)__builtin_arm_smlad((int)u13, (int)wb, (int)a[p]);
+        a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u02, (int)wc, (int)a[p + 1]);
+        a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u13, (int)wd, (int)a[p + 1]);
+      }
+    }
+    for (int32_t p = 0; p < 4; p += 2) { /* each pair's last taps */
+      for (int32_t i = 0; i < tail; i++) {
+        a[p] += (uint32_t)(t[i] * wp[0]);
+        a[p + 1] += (uint32_t)(t[i] * wp[1]);
+        wp += 2;
+      }
+    }
+    for (int32_t i = 3; i >= 0; i--) {
+      out[index ? index[j[i]] : j[i]] = libjit_requant_s8(a[i], rq + 4 * j[i], fast, out_offset, act_min, act_max);
+    }
+  }
+}
+
 int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32_t *rq, int8_t *cols,
                        const int16_t *index, const int8_t *fill, int32_t in_h, int32_t in_w, int32_t in_c,
                        int32_t out_c, int32_t live_c, int32_t kh, int32_t kw,
@@ -187,6 +235,22 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
      word, unless direct][per group: each pixel's taps 0/2 and 1/3 as int16 pairs] */
   const int32_t three = groups > 0 && pixels >= 3;
   uint32_t *wide = (uint32_t *)(cols + (direct ? 0 : ((three ? 3 : 2) * k + 3) / 4 * 4));
+  if (single && !narrow) {
+    const int8_t *x = in;
+    if (!direct) {
+      gather(cols, in, 0, 0, in_h, in_w, in_c, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w,
+             pad_value);
+      x = cols;
+    }
+    for (int32_t g = 0; g < groups; g++) {
+      const uint32_t u = word(x + 4 * g);
+      wide[2 * g] = (uint32_t)__builtin_arm_sxtb16((int)u);
+      wide[2 * g + 1] = (uint32_t)__builtin_arm_sxtb16((int)((u >> 8) | (u << 24)));
+    }
+    quads(out, wide, x + 4 * groups, (const int16_t *)w, rq, index, live_c, groups, tail, fast, out_offset, act_min,
+          act_max);
+    return 0;
+  }
   uint32_t *volatile opaque_wide = wide; /* as in triples */
   int32_t done = 0;
   if (three) {

@@ -40,10 +40,13 @@ def cases():
     # a dense layer at batch 1 with constant channels: a step of four computed channels, then a pair
     dense = conv_case(rng, 1, 1, 1, 12, 9, 1, 1)
     dense["shift"][2] = -31
-    return out + [some, gathered, every, dense]
+    # one pixel (int16 panels: four output channels a step): a gathered 3x3 window with one channel
+    # in its last step, and three taps (no group of four) over six channels
+    window, few = conv_case(rng, 1, 3, 3, 5, 5, 3, 3), conv_case(rng, 1, 1, 1, 3, 6, 1, 1)
+    return out + [some, gathered, every, dense, window, few]
 
 
-CONSTANT = [2, 0, 0, 3, 0, 0, 0, 0, 0, 3, 3, 4, 3]  # output channels of each case no input changes (random shifts of
+CONSTANT = [2, 0, 0, 3, 0, 0, 0, 0, 0, 3, 3, 4, 3, 0, 0]  # output channels of each case no input changes (random shifts of
 # 2^-15 and below make some of the first cases')
 
 
@@ -60,9 +63,10 @@ def layout(c, narrow=False) -> rc.Args:
 def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
     cs = cases()
     args = [layout(c, narrow) for c in cs]
-    assert [a.fast_mode() for a in args] == [2, 1, 1, 2, 1, 1, 1, 1, 0, 2, 1, 1, 1]
+    assert [a.fast_mode() for a in args] == [2, 1, 1, 2, 1, 1, 1, 1, 0, 2, 1, 1, 1, 1, 1]
     assert [a.shape.direct for a in args] == [True, True, True, True, False, False, True, False, True, True, False,
-                                              True, True]
+                                              True, True, False, True]
+    assert [i for i, a in enumerate(args) if a.shape.single] == [6, 12, 13, 14]  # one pixel: int16, four channels a step
     assert [a.shape.out_c - a.live for a in args] == CONSTANT
     assert all((a.index is None) == (a.live == a.shape.out_c) for a in args)
     assert all(a.weights.dtype == (np.int8 if narrow else np.int16) for a in args)
@@ -83,6 +87,20 @@ def test_panels_interleave_two_channels_in_sxtb16_order():
     # 1 and 3): its SXTB16 is o's pair, rotated by 8 o+1's; the two left as pairs, padded to a word
     assert rc._narrow_panels(taps).tolist() == [1, 7, 3, 9, 2, 8, 4, 10, 5, 11, 6, 12]
     assert rc._narrow_panels(np.arange(1, 11).reshape(2, 5)).tolist() == [1, 6, 3, 8, 2, 7, 4, 9, 5, 10, 0, 0]
+
+
+def test_one_pixel_int16_panels_take_four_channels_a_group_of_each_pair_in_turn():
+    taps = np.arange(1, 19).reshape(3, 6)  # three channels (the fourth zeros), k = 6
+    a, b = rc._panels(taps[:2]).tolist(), rc._panels(taps[2:]).tolist()
+    assert a == [1, 3, 2, 4, 7, 9, 8, 10, 5, 11, 6, 12] and b[:4] == [13, 15, 14, 16]
+    # group 0 of pair (0, 1), group 0 of pair (2, 3), then their last two taps in the same order
+    assert rc._quads(rc._panels(taps), 3, 6).tolist() == a[:8] + b[:8] + a[8:] + b[8:]
+    one = rc.Shape(1, 1, 6, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1)
+    got = rc.arguments(one, taps, [0] * 3, [1 << 30] * 3, [-4] * 3, 0, 0, (-128, 127))
+    assert one.single and got.fast  # the fast form's doubled weights, laid out as quads
+    assert got.weights.tolist() == [2 * v for v in a[:8] + b[:8] + a[8:] + b[8:]]
+    narrow = rc.arguments(one, taps, [0] * 3, [1 << 30] * 3, [-4] * 3, 0, 0, (-128, 127), narrow=True)
+    assert narrow.weights.tolist() == rc._narrow_panels(taps).tolist()  # int8 panels: the pair loop's
 
 
 def test_int16_panels_go_to_the_layers_with_most_pixels():

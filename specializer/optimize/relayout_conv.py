@@ -98,6 +98,12 @@ class Shape:
         n = 3 if self.k >= 4 and self.out_h * self.out_w >= 3 else 2
         return (0 if self.direct else (n * self.k + 3) // 4 * 4) + 8 * n * (self.k // 4)
 
+    @property
+    def single(self) -> bool:
+        """One output pixel (a dense layer at batch 1): with int16 panels the kernel takes four
+        output channels a step."""
+        return self.out_h * self.out_w == 1
+
 
 @dataclass(frozen=True)
 class Args(int8_layout.KernelArgs):
@@ -135,9 +141,12 @@ def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shi
     if narrow:
         if fast:  # the kernel doubles the sum itself: the records start from the bias
             rq[0::4] = [b // 2 for b in rq[0::4]]
-        return Args(_narrow_panels(taps), rq, fast, -in_off, out_off, act, shape, True, len(live), index, fill)
-    return Args(_panels(taps * (2 if fast else 1)), rq, fast, -in_off, out_off, act, shape, False, len(live), index,
-                fill)
+        panels = _narrow_panels(taps)
+    else:
+        panels = _panels(taps * (2 if fast else 1))
+    if shape.single and not narrow:
+        panels = _quads(panels, len(taps), shape.k)
+    return Args(panels, rq, fast, -in_off, out_off, act, shape, narrow, len(live), index, fill)
 
 
 @dataclass(frozen=True)
@@ -184,6 +193,23 @@ def _narrow_panels(taps: np.ndarray) -> np.ndarray:
     tail = taps[:, 4 * groups:].reshape(pairs, 2, k - 4 * groups).transpose(0, 2, 1).reshape(pairs, -1)
     pad = np.zeros((pairs, -(2 * (k - 4 * groups)) % 4), np.int64)
     return np.concatenate([main, tail, pad], axis=1).reshape(-1).astype(np.int8)
+
+
+def _quads(panels: np.ndarray, out_c: int, k: int) -> np.ndarray:
+    """Pair panels -> the one-pixel kernel's quads: per four output channels (a missing pair
+    zeros), a group of each pair's in turn, then the first pair's tail, then the second's."""
+    pairs = (out_c + 1) // 2
+    if not pairs:
+        return panels
+    per_pair = panels.reshape(pairs, -1)
+    if pairs % 2:
+        per_pair = np.concatenate([per_pair, np.zeros_like(per_pair[:1])])
+    groups = k // 4
+    step = 8  # one group of a pair: taps 0/2 and 1/3 of two channels
+    quads = len(per_pair) // 2
+    main = per_pair[:, :groups * step].reshape(quads, 2, groups, step).transpose(0, 2, 1, 3)
+    tail = per_pair[:, groups * step:].reshape(quads, -1)
+    return np.concatenate([main.reshape(quads, -1), tail], axis=1).reshape(-1)
 
 
 def _read(g: int8_layout.Globals, callee: str, args: list[str]) -> Layer | str:
