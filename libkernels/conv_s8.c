@@ -251,14 +251,14 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
           act_max);
     return 0;
   }
-  uint32_t *volatile opaque_wide = wide; /* as in triples */
-  int32_t done = 0;
   if (three) {
     triples(out, in, w, rq, cols, wide, index, in_h, in_w, in_c, out_c, live_c, kh, kw, stride_h, stride_w, pad_top,
             pad_left, dil_h, dil_w, out_w, pixels, pad_value, direct, narrow, fast, out_offset, act_min, act_max);
-    done = pixels;
+    return 0;
   }
-  for (int32_t p = done; p < pixels; p += 2) {
+  /* Two pixels at a time: a layer of two, one with int8 panels, or taps fewer than a group */
+  uint32_t *volatile opaque_wide = wide; /* as in triples */
+  for (int32_t p = 0; p < pixels; p += 2) {
     const int32_t q = p + 1 < pixels ? p + 1 : p; /* an odd last pixel: computed twice, stored once */
     const int8_t *x0, *x1;
     if (direct) {

@@ -26,6 +26,16 @@ static inline uint32_t pair(const int16_t *p)
   return v;
 }
 
+/* The four outputs of a step, ch bytes apart. */
+static inline void store4(int8_t *o, int32_t ch, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, const int32_t *r4,
+                          int32_t fast, int32_t out_offset, int32_t act_min, int32_t act_max)
+{
+  o[0] = libjit_requant_s8(a0, r4, fast, out_offset, act_min, act_max);
+  o[ch] = libjit_requant_s8(a1, r4, fast, out_offset, act_min, act_max);
+  o[2 * ch] = libjit_requant_s8(a2, r4, fast, out_offset, act_min, act_max);
+  o[3 * ch] = libjit_requant_s8(a3, r4, fast, out_offset, act_min, act_max);
+}
+
 int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const int32_t *rq, int16_t *plane,
                          int32_t in_h, int32_t in_w, int32_t ch, int32_t kh, int32_t kw, int32_t stride_h,
                          int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t out_h, int32_t out_w,
@@ -87,10 +97,7 @@ int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const 
               a3 = (uint32_t)__builtin_arm_smlad((int)x[j + 2], (int)d[j], (int)a3);
             }
           }
-          o[ox * ch] = libjit_requant_s8(a0, r4, fast, out_offset, act_min, act_max);
-          o[(ox + 1) * ch] = libjit_requant_s8(a1, r4, fast, out_offset, act_min, act_max);
-          o[(ox + 2) * ch] = libjit_requant_s8(a2, r4, fast, out_offset, act_min, act_max);
-          o[(ox + 3) * ch] = libjit_requant_s8(a3, r4, fast, out_offset, act_min, act_max);
+          store4(o + ox * ch, ch, a0, a1, a2, a3, r4, fast, out_offset, act_min, act_max);
         }
         for (; ox + 1 < out_w; ox += 2) {
           uint32_t a0 = b, a1 = b;
@@ -134,10 +141,7 @@ int32_t libjit_dwconv_s8(int8_t *out, const int8_t *in, const int16_t *w, const 
               a3 = (uint32_t)__builtin_arm_smlad((int)x[j + 3], (int)e[j], (int)a3);
             }
           }
-          o[ox * ch] = libjit_requant_s8(a0, r4, fast, out_offset, act_min, act_max);
-          o[(ox + 1) * ch] = libjit_requant_s8(a1, r4, fast, out_offset, act_min, act_max);
-          o[(ox + 2) * ch] = libjit_requant_s8(a2, r4, fast, out_offset, act_min, act_max);
-          o[(ox + 3) * ch] = libjit_requant_s8(a3, r4, fast, out_offset, act_min, act_max);
+          store4(o + ox * ch, ch, a0, a1, a2, a3, r4, fast, out_offset, act_min, act_max);
         }
       }
       for (; ox < out_w; ox++) {
