@@ -66,14 +66,16 @@ def mult_cases():
     exact["shift"][3] = 1  # a left shift on one output channel: arm_nn_requantize for the call
     exact["act"] = (-90, 100)
     out[0]["act"] = (out[0]["out_off"], 127)  # a fused ReLU's clamp: the fast form without its sign step
-    return out + [exact]
+    # stride 2, six outputs a row: a step of four, then two single ones
+    wide = dw_case(rng, 1, 5, 11, 3, 2, 3, 3, stride=(2, 2), pad=((1, 1), (1, 1)))
+    return out + [exact, wide]
 
 
 def test_dwconv_mult_s8_matches_cmsis_nn_on_cortex_m4(tmp_path):
     cs = mult_cases()
     args = [layout(c) for c in cs]
     assert [a.shape.kernel for a in args] == ["libjit_dwconv_mult_s8"] * len(cs)
-    assert [a.fast_mode() for a in args] == [2] + [1] * (len(cs) - 2) + [0]
+    assert [a.fast_mode() for a in args] == [2, 1, 1, 1, 0, 1]
     plane = max(a.shape.plane()[0] * a.shape.plane()[1] for a in args)
     got = run_kernel(tmp_path, "libjit_dwconv_mult_s8", f"static int16_t plane[{plane}] __attribute__((aligned(4)));\n",
                      [(c["inp"], a, ref_dw(c).size, "plane") for c, a in zip(cs, args)])
