@@ -197,7 +197,7 @@ class Planner:
             if len(insts) != len(line_numbers):
                 raise UserError(f"specialize: cannot map the instructions of {quote(fn.name)} to its text")
             for inst, ln in zip(insts, line_numbers):
-                if inst.opcode != "call":
+                if "call" not in m.lines[ln] or inst.opcode != "call":  # the text first: cheaper than asking LLVM
                     continue
                 call = self.call(fn, inst, ln)
                 if call is not None:

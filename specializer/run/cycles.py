@@ -31,6 +31,7 @@ IT folds into a preceding 16-bit instruction of the same block (0 cycles), else 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -89,6 +90,7 @@ def _list_words(text: str) -> int:
     return n
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a profile repeats its instructions' texts (a million calls per comparison)
 def _split(text: str) -> tuple[str, str]:
     """(base mnemonic without .w/.f32 suffixes, lower case; operands)."""
     mnem, _, ops = text.strip().partition(" ")
@@ -214,10 +216,15 @@ def _memory_cycles(text: str, prev: str | None) -> int | None:
 
 def _one(i: Insn, prev: Insn | None) -> int:
     """Cycles of one execution of `i` right after `prev` (None: after a branch, or first)."""
-    if _is_it(_split(i.text)[0]):
-        return 0 if prev is not None and prev.size == 2 else 1  # folds into a 16-bit predecessor
-    mem = _memory_cycles(i.text, prev.text if prev is not None else None)
-    return insn_cycles(i.text) if mem is None else mem
+    return _after(i.text, None if prev is None else prev.text, prev is not None and prev.size == 2)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a function of the two texts: the same pairs recur in every profile
+def _after(text: str, prev: str | None, prev_16bit: bool) -> int:
+    if _is_it(_split(text)[0]):
+        return 0 if prev_16bit else 1  # folds into a 16-bit predecessor
+    mem = _memory_cycles(text, prev)
+    return insn_cycles(text) if mem is None else mem
 
 
 def fallthrough(profile: Profile) -> dict[int, tuple[Insn, int]]:

@@ -284,7 +284,7 @@ def footprint(model_obj: Path | Sequence[Path], roots: Sequence[str], workdir: P
          "linking the model")
     with open(elf, "rb") as f:
         e = ELFFile(f)
-        model, lib = _model_sizes(e, elf)
+        model, lib = _model_sizes(e, e.get_section_by_name(".symtab"), elf)
         lib_flash = lib_ram = 0
         for sec in e.iter_sections():
             if not sec["sh_flags"] & SH_FLAGS.SHF_ALLOC or sec.name in (".model.text", ".model.rodata"):
@@ -299,17 +299,18 @@ def footprint(model_obj: Path | Sequence[Path], roots: Sequence[str], workdir: P
     return Footprint(model["text"], model["rodata"], model["data"], model["bss"], lib_flash, lib_ram)
 
 
-def _symbol(e: ELFFile, elf: Path, name: str) -> int:
-    """A symbol's address (the Thumb bit cleared)."""
-    found = e.get_section_by_name(".symtab").get_symbol_by_name(name)
+def _symbol(symtab, elf: Path, name: str) -> int:
+    """A symbol's address (the Thumb bit cleared). One `symtab` section object for all lookups:
+    pyelftools builds its name map once per object (a whole-table pass each time otherwise)."""
+    found = symtab.get_symbol_by_name(name)
     if not found:
         raise UserError(f"{elf}: symbol '{name}' missing from the firmware")
     return found[0]["st_value"] & ~1
 
 
-def _model_sizes(e: ELFFile, elf: Path) -> tuple[dict, dict]:
+def _model_sizes(e: ELFFile, symtab, elf: Path) -> tuple[dict, dict]:
     def sym(name: str) -> int:
-        return _symbol(e, elf, name)
+        return _symbol(symtab, elf, name)
 
     model, lib = dict.fromkeys(SECTION_KINDS, 0), dict.fromkeys(SECTION_KINDS, 0)
     for s in e.iter_sections():
@@ -326,5 +327,6 @@ def _model_sizes(e: ELFFile, elf: Path) -> tuple[dict, dict]:
 def _inspect(elf: Path, entry: str) -> Firmware:
     with open(elf, "rb") as f:
         e = ELFFile(f)
-        model, lib = _model_sizes(e, elf)
-        return Firmware(elf, _symbol(e, elf, entry), _symbol(e, elf, "harness_measure_return"), model, lib)
+        symtab = e.get_section_by_name(".symtab")
+        model, lib = _model_sizes(e, symtab, elf)
+        return Firmware(elf, _symbol(symtab, elf, entry), _symbol(symtab, elf, "harness_measure_return"), model, lib)
