@@ -231,10 +231,11 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
       return 0;
     }
   }
-  /* cols: [the gathered windows (three when triples run, else two), their bytes rounded up to a
-     word, unless direct][per group: each pixel's taps 0/2 and 1/3 as int16 pairs] */
+  /* cols: [the gathered windows (three when triples run, one for quads, else two), their bytes
+     rounded up to a word, unless direct][per group: each pixel's taps 0/2 and 1/3 as int16 pairs] */
   const int32_t three = groups > 0 && pixels >= 3;
-  uint32_t *wide = (uint32_t *)(cols + (direct ? 0 : ((three ? 3 : 2) * k + 3) / 4 * 4));
+  const int32_t windows = three ? 3 : single && !narrow ? 1 : 2;
+  uint32_t *wide = (uint32_t *)(cols + (direct ? 0 : (windows * k + 3) / 4 * 4));
   if (single && !narrow) {
     const int8_t *x = in;
     if (!direct) {

@@ -67,12 +67,15 @@ def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
     assert [a.shape.direct for a in args] == [True, True, True, True, False, False, True, False, True, True, False,
                                               True, True, False, True]
     assert [i for i, a in enumerate(args) if a.shape.single] == [6, 12, 13, 14]  # one pixel: int16, four channels a step
+    # the gathered 3x3x5 window (k = 45): its bytes rounded to a word, then 11 groups of taps 0/2 and
+    # 1/3 of one pixel (int16 panels) or of two (int8 panels: the pair step, the pixel twice)
+    assert args[13].cols_bytes() == (268 if narrow else 48 + 88)
     assert [a.shape.out_c - a.live for a in args] == CONSTANT
     assert all((a.index is None) == (a.live == a.shape.out_c) for a in args)
     assert all(a.weights.dtype == (np.int8 if narrow else np.int16) for a in args)
-    cols = max(a.shape.cols_bytes() for a in args)
+    cols = max(a.cols_bytes() for a in args)
     got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{cols}] __attribute__((aligned(4)));\n",
-                     [(c["inp"], a, ref_conv(c).size, "cols" if a.shape.cols_bytes() else "0")
+                     [(c["inp"], a, ref_conv(c).size, "cols" if a.cols_bytes() else "0")
                       for c, a in zip(cs, args)])
     for i, c in enumerate(cs):
         assert np.array_equal(got[i], ref_conv(c).ravel().astype(np.int64)), i

@@ -41,7 +41,7 @@ def test_dense_layer_is_a_one_pixel_conv_on_the_kernel():
     # per output: 2 * (bias + 128 * sum(w)), the one multiplier, K = 2^2 - 5 * 2^3, rs 3
     assert "[12 x i32] [i32 2580, i32 1073741824, i32 -36, i32 3, i32 6696, i32 1073741824, i32 -36, i32 3, " \
            "i32 10812, i32 1073741824, i32 -36, i32 3]" in text
-    assert "@libjit.conv.cols = internal global [16 x i8] zeroinitializer, align 4" in text  # one group widened
+    assert "@libjit.conv.cols = internal global [8 x i8] zeroinitializer, align 4" in text  # one group of one pixel
     assert [n.kernel for n in notes] == ["libjit_conv_s8"]
 
 

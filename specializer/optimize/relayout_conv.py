@@ -7,15 +7,17 @@ filter, bias, quantization and parameters are constant globals calls ``libjit_co
 
 * the weights as int16 pairs in the order SXTB16 widens the input (taps 0/2, then 1/3 of each
   group of four), two output channels interleaved: the kernel never widens a weight (a new
-  constant global, twice the int8 weight's bytes);
+  constant global, twice the int8 weight's bytes); for one output pixel (a dense layer at batch 1)
+  four output channels, two pairs' panels a group of each in turn (_quads);
 * per-channel records (int8_layout.py): the input offset folded into the bias, the
   requantization in the fast form where requant_proof shows it equal, else CMSIS-NN's;
 * the output channels whose value is the same for every input (int8_layout.constant_channels)
   left out of the panels and records: the kernel writes their values into each output pixel
   from a constant row and computes the others, stored through an index array;
 * one scratch shared by every such call of the module: three pixels' taps (two for a layer of
-  fewer pixels) widened to int16 (6 x k bytes), after, for any filter but 1x1 without padding,
-  their gathered int8 windows (3 x k bytes, the input zero point in the padding): Shape.cols_bytes.
+  fewer pixels, one for one pixel with int16 panels) widened to int16 (6 x k bytes), after, for
+  any filter but 1x1 without padding, their gathered int8 windows (3 x k bytes, the input zero
+  point in the padding): Shape.cols_bytes.
 
 Sums are integers (no overflow for the kernels' sizes: checked by the fast form's bounds) and the
 requantization is CMSIS-NN's or proven equal: results are bit-exact.
@@ -91,11 +93,11 @@ class Shape:
         """1x1 without padding: the kernel reads each pixel's taps where they are."""
         return self.kh == 1 and self.kw == 1 and self.pad_top == 0 and self.pad_left == 0
 
-    def cols_bytes(self) -> int:
+    def cols_bytes(self, narrow: bool) -> int:
         """The kernel's scratch: the gathered int8 windows (unless direct), then their taps
-        widened to int16; of three pixels where there are three or more, else of two
-        (libkernels/conv_s8.c), int16 or int8 panels alike."""
-        n = 3 if self.k >= 4 and self.out_h * self.out_w >= 3 else 2
+        widened to int16; of three pixels where there are three or more, of the one pixel with
+        int16 panels (four channels a step), else of two (libkernels/conv_s8.c)."""
+        n = 3 if self.k >= 4 and self.out_h * self.out_w >= 3 else 1 if self.single and not narrow else 2
         return (0 if self.direct else (n * self.k + 3) // 4 * 4) + 8 * n * (self.k // 4)
 
     @property
@@ -113,6 +115,9 @@ class Args(int8_layout.KernelArgs):
     live: int  # output channels computed: all, or those not in `fill`
     index: np.ndarray | None  # int16: each computed channel's place in the output (None: in order)
     fill: np.ndarray | None  # int8 [out_c]: the constant channels' values (the others 0), or None
+
+    def cols_bytes(self) -> int:
+        return self.shape.cols_bytes(self.narrow)
 
     def pointer_arrays(self) -> list[tuple[str, np.ndarray | None]]:
         """The array arguments after the scratch, in the kernel's order (None: a null pointer)."""
@@ -299,7 +304,7 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
     for (i, layer), (_, call, scope) in zip(found, calls):
         got = layer.arguments(i in narrow)
         args, s = call.args, got.shape
-        cols = max(cols, s.cols_bytes())
+        cols = max(cols, got.cols_bytes())
         key = (got.narrow, *(a for j, a in enumerate(args) if j not in (4, len(args) - 1)))  # not in/out
         if key not in named:
             named[key] = f"libjit.conv.{len(named)}"
@@ -307,7 +312,7 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
                     int8_layout.constant_array(named[key] + ".rq", "i32", got.rq)]
             new += [int8_layout.constant_array(f"{named[key]}.{what}", "i16" if a.dtype == np.int16 else "i8",
                                                a.tolist()) for what, a in got.pointer_arrays() if a is not None]
-        scratch = f"ptr {quote(COLS)}" if s.cols_bytes() else "ptr null"  # k < 4: nothing widened
+        scratch = f"ptr {quote(COLS)}" if got.cols_bytes() else "ptr null"  # k < 4: nothing widened
         arrays = [f"ptr {quote(f'{named[key]}.{what}')}" if a is not None else "ptr null"
                   for what, a in got.pointer_arrays()]
         kargs = [args[-1], args[4], f"ptr {quote(named[key] + '.w')}", f"ptr {quote(named[key] + '.rq')}", scratch,
@@ -315,7 +320,7 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
         line = lines[call.line]
         lines[call.line] = line[:call.start] + f"call i32 {quote(KERNEL)}({', '.join(kargs)})" + line[call.end:]
         notes[i] = Conv(scope, call.callee, KERNEL, weight_bytes=(s.out_c * s.k, got.weights.nbytes),
-                        cols_bytes=s.cols_bytes(), fast=got.fast, narrow=got.narrow,
+                        cols_bytes=got.cols_bytes(), fast=got.fast, narrow=got.narrow,
                         constant=(s.out_c - got.live, s.out_c))
     if not found:
         return text, tuple(notes)
