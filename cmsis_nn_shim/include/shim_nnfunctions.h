@@ -194,6 +194,47 @@ int32_t arm_transpose_conv_s8_get_buffer_size(const cmsis_nn_transpose_conv_para
                                               const cmsis_nn_dims *out_dims);
 
 /*
+ * s8 SVDF with an int16 state and int16 time weights, TFLite semantics (one SVDF step).
+ *
+ *   input_ctx        BATCH * FILTERS int32 (each filter's time sum), buf not NULL
+ *   output_ctx       BATCH * UNITS int32 (each unit's sum), buf not NULL
+ *   svdf_params      rank; input_offset / output_offset the input's / output's zero point;
+ *                    input_activation the clamp of the state's new values (int16), and
+ *                    output_activation of the output
+ *   input_dims       n = BATCH, h = INPUT_SIZE; input_data int8
+ *   state_data       int16 [BATCH][FILTERS][MEMORY], oldest first; updated in place
+ *   weights_feature_dims  n = FILTERS, h = INPUT_SIZE; int8
+ *   weights_time_dims     n = FILTERS, h = MEMORY; int16
+ *   bias_data        int32 [UNITS] (UNITS = FILTERS / rank), may be NULL
+ *   output_data      int8 [BATCH][UNITS]
+ *
+ *   every state moves one place towards its start, then per filter f
+ *     state[b][f][MEMORY - 1] = clamp(requantize(sum_i wf[f][i] * (in[b][i] - input_offset),
+ *                                                input_quant), input_activation)
+ *   out[b][u] = clamp(requantize(bias[u] + sum_{f in u's rank filters} sum_m state[b][f][m]
+ *                                * wt[f][m], output_quant) + output_offset, output_activation)
+ *
+ * Returns ARM_CMSIS_NN_ARG_ERROR when a buffer is NULL or FILTERS is not a multiple of rank.
+ */
+arm_cmsis_nn_status arm_svdf_state_s16_s8(const cmsis_nn_context *input_ctx,
+                                          const cmsis_nn_context *output_ctx,
+                                          const cmsis_nn_svdf_params *svdf_params,
+                                          const cmsis_nn_per_tensor_quant_params *input_quant_params,
+                                          const cmsis_nn_per_tensor_quant_params *output_quant_params,
+                                          const cmsis_nn_dims *input_dims,
+                                          const int8_t *input_data,
+                                          const cmsis_nn_dims *state_dims,
+                                          int16_t *state_data,
+                                          const cmsis_nn_dims *weights_feature_dims,
+                                          const int8_t *weights_feature_data,
+                                          const cmsis_nn_dims *weights_time_dims,
+                                          const int16_t *weights_time_data,
+                                          const cmsis_nn_dims *bias_dims,
+                                          const int32_t *bias_data,
+                                          const cmsis_nn_dims *output_dims,
+                                          int8_t *output_data);
+
+/*
  * s8 fully connected layer, TFLite semantics.
  *
  *   ctx           scratch of arm_fully_connected_s8_get_buffer_size() bytes (0 without MVE;

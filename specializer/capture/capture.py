@@ -22,7 +22,7 @@ import numpy as np
 from specializer.llvm import irtext, module
 from specializer.capture import cmsis_calls, entry, fminmax, hlo_sites, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
 
-from specializer.capture import cmsis_calls_act, imported, layers, tolerance
+from specializer.capture import cmsis_calls_act, cmsis_calls_svdf, imported, layers, tolerance
 from specializer.errors import UserError
 from specializer.files import write_all
 from specializer.capture.manifest import Manifest, Tensor, flat, np_dtype
@@ -175,11 +175,16 @@ class _Lowering:
         """An int8 block's custom call -> its CMSIS-NN call (NotLowerable if it does not line up)."""
         scope = t.backend_config
         p = self.blocks.get(scope)
-        if p is None or CMSIS_NN_TARGET + p["op"] != t.target_name or len(t.results) != 1:
+        stateful = p is not None and p["op"] in cmsis_calls_svdf.OPS
+        if p is None or CMSIS_NN_TARGET + p["op"] != t.target_name or len(t.results) != 1 + stateful:
             raise cmsis_calls.NotLowerable(f"custom call '{t.op_name}' ({t.target_name}, '{scope}') "
                                            "names no int8 block the model traced")
-        lower = cmsis_calls_act.lower if p["op"] in cmsis_calls_act.OPS else cmsis_calls.lower
-        call = lower(scope, p, [_operand(a) for a in t.arguments], _operand(t.results[0]))
+        args = [_operand(a) for a in t.arguments]
+        if stateful:  # the output and the new state
+            call = cmsis_calls_svdf.lower(scope, p, args, [_operand(r) for r in t.results])
+        else:
+            lower = cmsis_calls_act.lower if p["op"] in cmsis_calls_act.OPS else cmsis_calls.lower
+            call = lower(scope, p, args, _operand(t.results[0]))
         note = f" ({call.note})" if call.note else ""
         self.log.append(f"lowered {scope} ({t.op_name}) onto {call.function}{note}")
         return call

@@ -203,6 +203,7 @@ def run_tflite_micro(model, xss) -> list[list[np.ndarray]]:
             it = runtime.Interpreter.from_bytes(tflite_bytes(model), arena_size=ARENA_BYTES)
             outs = []
             for xs in xss:
+                it.reset()  # variable tensors (SVDF's state) back to their start: one call each
                 for i, x in enumerate(xs):
                     it.set_input(np.asarray(x), i)
                 it.invoke()

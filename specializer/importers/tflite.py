@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specializer.importers import tflite_float, tflite_int8, tflite_int8_activations
+from specializer.importers import tflite_float, tflite_int8, tflite_int8_activations, tflite_int8_recurrent
 from specializer.importers.graph_model import (EXAMPLE_INT8_SPREAD, EXAMPLE_SEED, GraphFunction,  # noqa: F401
                                                ImportedModel, Layer, TensorSpec, example_input, identifier,
                                                scope)
@@ -42,7 +42,7 @@ def build_layer(g: GraphRecord, op: OpRecord, weights: dict) -> Layer:
     x = c.tensor(DATA_INPUT.get(op.name, 0))
     if x is None or x.data is not None:
         raise c.refuse("its data input is a constant")
-    ops = {"INT8": {**tflite_int8.OPS, **tflite_int8_activations.OPS}, "FLOAT32": tflite_float.OPS}.get(x.type)
+    ops = {"INT8": {**tflite_int8.OPS, **tflite_int8_activations.OPS, **tflite_int8_recurrent.OPS}, "FLOAT32": tflite_float.OPS}.get(x.type)
     if ops is None:
         raise c.refuse(f"input type {x.type} (the reader takes INT8 and FLOAT32)")
     if op.name not in ops:

@@ -27,7 +27,7 @@ TYPE_NAMES = _names(schema.TensorType)
 PADDING_NAMES = _names(schema.Padding)
 ACTIVATION_NAMES = _names(schema.ActivationFunctionType)
 # the element types whose data the reader can hold (little-endian, as the format stores them)
-DTYPES = {"FLOAT32": np.dtype("<f4"), "INT32": np.dtype("<i4"), "INT8": np.dtype("i1")}
+DTYPES = {"FLOAT32": np.dtype("<f4"), "INT32": np.dtype("<i4"), "INT16": np.dtype("<i2"), "INT8": np.dtype("i1")}
 
 # op -> (its options table, the fields read from it); RESHAPE's target shape is its output tensor's
 OPTIONS = {
@@ -54,6 +54,8 @@ OPTIONS = {
     "TANH": (None, ()),
     "HARD_SWISH": (None, ()),
     "LEAKY_RELU": ("LeakyReluOptions", ("alpha",)),
+    # recurrent (tflite_int8_recurrent.py)
+    "SVDF": ("SVDFOptions", ("rank", "fusedActivationFunction", "asymmetricQuantizeInputs")),
 }
 
 # the highest version TFLite defines of each op the reader takes (LiteRT's
@@ -62,7 +64,7 @@ OPTIONS = {
 MAX_VERSIONS = {"CONV_2D": 8, "DEPTHWISE_CONV_2D": 7, "FULLY_CONNECTED": 14, "AVERAGE_POOL_2D": 3, "ADD": 6,
                 "SOFTMAX": 4, "RESHAPE": 1, "TRANSPOSE_CONV": 5, "PAD": 6, "PADV2": 6, "CONCATENATION": 7,
                 "TRANSPOSE": 9, "RESIZE_NEAREST_NEIGHBOR": 4, "MEAN": 3, "LOGISTIC": 3, "TANH": 3, "HARD_SWISH": 1,
-                "LEAKY_RELU": 2}
+                "LEAKY_RELU": 2, "SVDF": 4}
 INT8_RANGE = (-128, 127)
 
 

@@ -348,3 +348,33 @@ def _divide_by_pot_varying(x, exponent):
     result = x >> exponent
     threshold = (mask >> 1) + (result < 0).astype(jnp.int32)
     return result + (remainder > threshold).astype(jnp.int32)
+
+
+def svdf(x, w_feature, w_time, bias, state, p: SvdfParams):
+    """arm_svdf_state_s16_s8 (TFLite's int8 SVDF, params.SvdfParams): one step from `state`.
+    x int8 [batch, input_size], w_feature int8 [filters, input_size], w_time int16 [filters,
+    memory], bias int32 [units] or None, state int16 [batch, filters * memory] (each filter's
+    memory oldest first). Returns (output int8 [batch, units], the new state)."""
+    _check(x, (p.batch, p.input_size), jnp.int8, "input", p)
+    _check(w_feature, (p.filters, p.input_size), jnp.int8, "feature weights", p)
+    _check(w_time, (p.filters, p.memory), jnp.int16, "time weights", p)
+    _check(state, p.state_shape, jnp.int16, "state", p)
+    if bias is not None:
+        _check(bias, (p.units,), jnp.int32, "bias", p)
+    operands = (x, w_feature, w_time, state) + ((bias,) if bias is not None else ())
+    lowered = calls.call_with_state(p, (p.batch, p.units), operands, 3)
+    if lowered is not None:
+        return tuple(lowered)
+    with jax.named_scope(p.scope):
+        # sum w * (x - zp) in int32, which wraps as the core's does: sum w * x - zp * sum w
+        acc = _matmul_nt(x, w_feature) - jnp.int32(p.input_zero_point) * jnp.sum(w_feature, axis=1, dtype=jnp.int32)
+        newest = jnp.clip(requantize(acc, p.feature_multiplier, p.feature_shift), -32768, 32767).astype(jnp.int16)
+        # every filter's memory moves one place towards its start; the newest value goes last
+        old = state.reshape(p.batch, p.filters, p.memory)
+        new = jnp.concatenate([old[:, :, 1:], newest[:, :, None]], axis=2)
+        t = jnp.sum(new.astype(jnp.int32) * w_time.astype(jnp.int32)[None], axis=2, dtype=jnp.int32)
+        u = jnp.sum(t.reshape(p.batch, p.units, p.rank), axis=2, dtype=jnp.int32)
+        if bias is not None:
+            u = u + bias
+        out = jnp.clip(requantize(u, p.output_multiplier, p.output_shift) + jnp.int32(p.output_zero_point), -128, 127)
+        return out.astype(jnp.int8), new.reshape(p.state_shape)

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
-                     SoftmaxParams, TransposeConvParams)
+                     SoftmaxParams, SvdfParams, TransposeConvParams)
 
 TARGET_PREFIX = "cmsis_nn."
 # XLA's legacy custom-call ABI (void fn(void *out, const void **in)): the only kind a handler
@@ -64,7 +64,7 @@ def unsupported(p) -> str | None:
         if p.input_dims[3] != p.filter_dims[3]:
             return "grouped convolution"
         return None
-    if isinstance(p, (DepthwiseParams, TransposeConvParams)):
+    if isinstance(p, (DepthwiseParams, TransposeConvParams, SvdfParams)):
         return None
     if isinstance(p, FullyConnectedParams):
         if len(p.multipliers) != 1:
@@ -87,17 +87,40 @@ def _target(op: str) -> str:
     return name
 
 
-def call(p, out_shape, *operands):
-    """The block as one custom call when emit_calls() is on and CMSIS-NN can run it; None
-    otherwise (the caller then computes it in JAX)."""
+def _lowerable(p) -> bool:
+    """emit_calls() is on and CMSIS-NN can run block p (else why not is kept for the log)."""
     if not _active:
-        return None
+        return False
     why = unsupported(p)
     if why is not None:
         _kept[p.scope] = why
+        return False
+    return True
+
+
+def call(p, out_shape, *operands):
+    """The block as one custom call when emit_calls() is on and CMSIS-NN can run it; None
+    otherwise (the caller then computes it in JAX)."""
+    if not _lowerable(p):
         return None
     scope = p.scope
     with jax.named_scope(scope):
         return jax.ffi.ffi_call(_target(p.op), jax.ShapeDtypeStruct(tuple(out_shape), jnp.int8),
                                 custom_call_api_version=_API_VERSION,
                                 legacy_backend_config=scope)(*operands)
+
+
+def call_with_state(p, out_shape, operands, state_index: int):
+    """A block that also updates a state (SVDF): one custom call with two results, the int8
+    output and the new state, the state result aliased to operand `state_index` -- the CMSIS-NN
+    function updates its state in place, so XLA hands it one buffer holding the old state (a
+    copy where the operand is a constant or still needed) that the call overwrites. None when
+    emit_calls() is off or CMSIS-NN cannot run the block."""
+    if not _lowerable(p):
+        return None
+    state = operands[state_index]
+    with jax.named_scope(p.scope):
+        return jax.ffi.ffi_call(_target(p.op), (jax.ShapeDtypeStruct(tuple(out_shape), jnp.int8),
+                                                jax.ShapeDtypeStruct(state.shape, state.dtype)),
+                                input_output_aliases={state_index: 1}, custom_call_api_version=_API_VERSION,
+                                legacy_backend_config=p.scope)(*operands)

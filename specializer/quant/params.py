@@ -290,3 +290,52 @@ class MeanParams(_Block):
         return MeanParams(tuple(input_dims), axes, bool(keep_dims), input_zero_point, (multiplier << k) // n,
                           shift - k, output_zero_point)
 
+
+
+@dataclass(frozen=True)
+class SvdfParams(_Block):
+    """arm_svdf_state_s16_s8 (TFLite's int8 SVDF with an int16 state and int16 time weights):
+    input [batch, input_size] int8, feature weights [filters, input_size] int8, time weights
+    [filters, memory] int16, bias [filters / rank] int32, state [batch, filters * memory] int16.
+    One step: the state moves one place towards its start, each filter's feature product (input
+    zero point subtracted) is requantized into the state's newest place, clamped to int16; the
+    state dotted with the time weights, summed over each unit's `rank` filters, plus the bias,
+    is requantized to int8. The zero points are the tensors' own (svdf_params takes them so, as
+    TFLite Micro passes them); the state's is 0. TFLite's fused activation does not apply to the
+    integer op (TFLite Micro clamps to int8 only)."""
+    op: ClassVar[str] = "svdf_s8"
+    batch: int
+    input_size: int
+    filters: int
+    memory: int
+    rank: int
+    input_zero_point: int
+    output_zero_point: int
+    feature_multiplier: int
+    feature_shift: int
+    output_multiplier: int
+    output_shift: int
+
+    def __post_init__(self):
+        if min(self.batch, self.input_size, self.filters, self.memory, self.rank) < 1 or self.filters % self.rank:
+            raise ValueError(f"{self.op}: {self.filters} filters of rank {self.rank}, input {self.input_size}, "
+                             f"memory {self.memory}, batch {self.batch}: sizes must be >= 1 and the filters "
+                             "a multiple of the rank")
+        _check_quant((self.feature_multiplier,), (self.feature_shift,), 1, self.op)
+        _check_quant((self.output_multiplier,), (self.output_shift,), 1, self.op)
+        for z in (self.input_zero_point, self.output_zero_point):
+            if not -128 <= z <= 127:
+                raise ValueError(f"{self.op}: zero point {z} is outside int8")
+
+    @property
+    def units(self) -> int:
+        return self.filters // self.rank
+
+    @property
+    def state_shape(self) -> tuple[int, int]:
+        return (self.batch, self.filters * self.memory)
+
+    def macs(self) -> int:
+        """Each filter's feature product and its time dot, per batch (report/macs.py counts the
+        lowered call the same)."""
+        return self.batch * self.filters * (self.input_size + self.memory)

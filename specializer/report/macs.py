@@ -47,6 +47,13 @@ def _transpose_conv(d) -> int:
                                 f[1] - 1 - ph, f[2] - 1 - pw, 1, 1, 1, sh, sw, 0)
 
 
+def _svdf(d) -> int:
+    """input [BATCH, INPUT_SIZE]; feature weights [FILTERS, INPUT_SIZE], time weights [FILTERS,
+    MEMORY]: each filter's feature product and its time dot, per batch."""
+    i, f, t = d("input_dims"), d("weights_feature_dims"), d("weights_time_dims")
+    return i[0] * f[0] * (f[1] + t[1])
+
+
 CMSIS_NN = {
     "arm_convolve_wrapper_s8": _conv, "arm_convolve_s8": _conv,
     # the forms the wrapper picks (capture calls the picked one directly): the same sums
@@ -55,6 +62,7 @@ CMSIS_NN = {
     "arm_depthwise_conv_3x3_s8": _depthwise, "arm_depthwise_conv_s8_opt": _depthwise,
     "arm_fully_connected_s8": _fully_connected,
     "arm_transpose_conv_s8": _transpose_conv,
+    "arm_svdf_state_s16_s8": _svdf,
 }
 _PARAMS = {f.name: [n for _, n in f.params] for f in FUNCTIONS}
 

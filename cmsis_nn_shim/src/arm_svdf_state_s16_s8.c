@@ -1,0 +1,105 @@
+/*
+ * arm_svdf_state_s16_s8 (cmsis_nn_shim): TFLite's int8 SVDF step with an int16 state (see
+ * shim_nnfunctions.h).
+ *
+ * One batch at a time: move its states, write each filter's new value, then its time sums
+ * (input_ctx) and unit sums (output_ctx). Integer sums in another order are the same sums.
+ */
+#include <string.h>
+
+#include "shim_nnfunctions.h"
+#include "shim_nnsupportfunctions.h"
+
+arm_cmsis_nn_status arm_svdf_state_s16_s8(const cmsis_nn_context *input_ctx,
+                                          const cmsis_nn_context *output_ctx,
+                                          const cmsis_nn_svdf_params *svdf_params,
+                                          const cmsis_nn_per_tensor_quant_params *input_quant_params,
+                                          const cmsis_nn_per_tensor_quant_params *output_quant_params,
+                                          const cmsis_nn_dims *input_dims,
+                                          const int8_t *input_data,
+                                          const cmsis_nn_dims *state_dims,
+                                          int16_t *state_data,
+                                          const cmsis_nn_dims *weights_feature_dims,
+                                          const int8_t *weights_feature_data,
+                                          const cmsis_nn_dims *weights_time_dims,
+                                          const int16_t *weights_time_data,
+                                          const cmsis_nn_dims *bias_dims,
+                                          const int32_t *bias_data,
+                                          const cmsis_nn_dims *output_dims,
+                                          int8_t *output_data)
+{
+    (void)state_dims;
+    (void)bias_dims;
+    (void)output_dims;
+    const int32_t batches = input_dims->n;
+    const int32_t input_size = input_dims->h;
+    const int32_t filters = weights_feature_dims->n;
+    const int32_t memory = weights_time_dims->h;
+    const int32_t rank = svdf_params->rank;
+    if (input_ctx->buf == NULL || output_ctx->buf == NULL || rank < 1 || filters % rank != 0)
+    {
+        return ARM_CMSIS_NN_ARG_ERROR;
+    }
+    const int32_t units = filters / rank;
+    const int32_t input_zp = svdf_params->input_offset;
+
+    for (int32_t b = 0; b < batches; b++)
+    {
+        int16_t *state = state_data + b * filters * memory;
+        int32_t *time_sums = (int32_t *)input_ctx->buf + b * filters;
+        int32_t *unit_sums = (int32_t *)output_ctx->buf + b * units;
+        const int8_t *in = input_data + b * input_size;
+
+        /* each filter's memory moves one place towards its start; the last place is written next */
+        memmove(state, state + 1, (size_t)(filters * memory - 1) * sizeof(int16_t));
+
+        const int8_t *wf = weights_feature_data;
+        for (int32_t f = 0; f < filters; f++)
+        {
+            int32_t acc = 0;
+            for (int32_t i = 0; i < input_size; i++)
+            {
+                acc += (int32_t)wf[i] * ((int32_t)in[i] - input_zp);
+            }
+            wf += input_size;
+            acc = arm_nn_requantize(acc, input_quant_params->multiplier, input_quant_params->shift);
+            acc = MAX(acc, svdf_params->input_activation.min);
+            acc = MIN(acc, svdf_params->input_activation.max);
+            state[f * memory + memory - 1] = (int16_t)acc;
+        }
+
+        const int16_t *wt = weights_time_data;
+        const int16_t *s = state;
+        for (int32_t f = 0; f < filters; f++)
+        {
+            int32_t sum = 0;
+            for (int32_t m = 0; m < memory; m++)
+            {
+                sum += (int32_t)wt[m] * (int32_t)s[m];
+            }
+            wt += memory;
+            s += memory;
+            time_sums[f] = sum;
+        }
+
+        for (int32_t u = 0; u < units; u++)
+        {
+            int32_t sum = bias_data != NULL ? bias_data[u] : 0;
+            for (int32_t r = 0; r < rank; r++)
+            {
+                sum += time_sums[u * rank + r];
+            }
+            unit_sums[u] = sum;
+        }
+
+        for (int32_t u = 0; u < units; u++)
+        {
+            int32_t v = arm_nn_requantize(unit_sums[u], output_quant_params->multiplier, output_quant_params->shift) +
+                svdf_params->output_offset;
+            v = MAX(v, svdf_params->output_activation.min);
+            v = MIN(v, svdf_params->output_activation.max);
+            output_data[b * units + u] = (int8_t)v;
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
