@@ -448,7 +448,8 @@ def test_an_unsupported_op_is_refused_by_name_and_index(tmp_path):
     assert "\n" not in msg
     assert msg == ("mul.tflite: operator 1 (MUL): not supported (the reader supports CONV_2D, DEPTHWISE_CONV_2D, "
                    "FULLY_CONNECTED, AVERAGE_POOL_2D, ADD, SOFTMAX, RESHAPE, TRANSPOSE_CONV, PAD, PADV2, "
-                   "CONCATENATION, TRANSPOSE, RESIZE_NEAREST_NEIGHBOR, MEAN, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, SVDF)"), msg
+                   "CONCATENATION, TRANSPOSE, RESIZE_NEAREST_NEIGHBOR, MEAN, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, SVDF, "
+                   "UNIDIRECTIONAL_SEQUENCE_LSTM)"), msg
 
 
 def grouped_conv(rng):

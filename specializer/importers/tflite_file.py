@@ -56,6 +56,9 @@ OPTIONS = {
     "LEAKY_RELU": ("LeakyReluOptions", ("alpha",)),
     # recurrent (tflite_int8_recurrent.py)
     "SVDF": ("SVDFOptions", ("rank", "fusedActivationFunction", "asymmetricQuantizeInputs")),
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": ("UnidirectionalSequenceLSTMOptions",
+                                     ("fusedActivationFunction", "cellClip", "projClip", "timeMajor",
+                                      "asymmetricQuantizeInputs", "diagonalRecurrentTensors")),
 }
 
 # the highest version TFLite defines of each op the reader takes (LiteRT's
@@ -64,7 +67,7 @@ OPTIONS = {
 MAX_VERSIONS = {"CONV_2D": 8, "DEPTHWISE_CONV_2D": 7, "FULLY_CONNECTED": 14, "AVERAGE_POOL_2D": 3, "ADD": 6,
                 "SOFTMAX": 4, "RESHAPE": 1, "TRANSPOSE_CONV": 5, "PAD": 6, "PADV2": 6, "CONCATENATION": 7,
                 "TRANSPOSE": 9, "RESIZE_NEAREST_NEIGHBOR": 4, "MEAN": 3, "LOGISTIC": 3, "TANH": 3, "HARD_SWISH": 1,
-                "LEAKY_RELU": 2, "SVDF": 4}
+                "LEAKY_RELU": 2, "SVDF": 4, "UNIDIRECTIONAL_SEQUENCE_LSTM": 4}
 INT8_RANGE = (-128, 127)
 
 

@@ -1,23 +1,29 @@
 """TFLite's int8 recurrent ops as specializer.quant's blocks, their parameters derived from the
-file as TFLite Micro's Prepare derives them (svdf_common.cc PrepareSvdf):
-- SVDF: the feature step's multiplier from input scale * feature-weight scale / state scale and
-  the output's from state scale * time-weight scale / output scale, each product and quotient
-  taken in float32 (as TFLite Micro's float fields), then QuantizeMultiplier.
+file as TFLite Micro's Prepare derives them:
+- SVDF (svdf_common.cc PrepareSvdf): the feature step's multiplier from input scale *
+  feature-weight scale / state scale and the output's from state scale * time-weight scale /
+  output scale, each product and quotient taken in float32 (as TFLite Micro's float fields),
+  then QuantizeMultiplier;
+- UNIDIRECTIONAL_SEQUENCE_LSTM (lstm_eval_common.cc PrepareGateParametersInteger): each gate's
+  input and recurrent products into int16 at 2**-12, their multipliers as a fully connected
+  layer's (the scales' product in float32, divided in double); the products between gates from
+  2**-15 and the cell and hidden scales in double; the cell scale a power of two.
 
-A model is one call: each SVDF starts from its state's initial value (zeros, what TFLite Micro
-holds after AllocateTensors or `reset_all_variables`), and the state it leaves is not kept for
-a next call.
+A model is one call: each recurrent layer starts from its states as TFLite Micro's reset leaves
+them (an int8 state at its zero point, an int16 one at 0), and the states it leaves are not kept
+for a next call.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from specializer.importers.tflite_file import TensorRecord
+from specializer.importers.tflite_file import ACTIVATION_NAMES, TensorRecord
 from specializer.importers.tflite_int8 import _io, per_tensor, tflite_multiplier
 from specializer.importers.tflite_layer import Layer, OpContext
 from specializer.quant import blocks
-from specializer.quant.params import SvdfParams
+from specializer.quant import lstm as lstm_block
+from specializer.quant.params import LstmParams, SvdfParams
 
 
 def _f32(a: float, b: float, c: float) -> float:
@@ -78,4 +84,86 @@ def svdf(c: OpContext, x: TensorRecord) -> Layer:
     return c.layer(x, tuple(names), p, lambda a, w, t, s, b=None: blocks.svdf(a, w, t, b, s, p)[0])
 
 
-OPS = {"SVDF": svdf}
+GATE_SCALE, GATE_OUT_SCALE = 2.0 ** -12, 2.0 ** -15  # TFLite Micro's int16 gate scales (Q3.12, Q0.15)
+# TFLite's inputs: input-to-{input, forget, cell, output} weights 1-4, recurrent 5-8, peepholes
+# 9-11, gate biases 12-15, projection 16-17, hidden and cell state 18-19, layer norms 20-23;
+# the block's gate order is forget, input, cell, output
+_GATES = (1, 0, 2, 3)
+_ABSENT = {9: "peephole", 10: "peephole", 11: "peephole", 16: "projection", 17: "projection",
+           20: "layer norm", 21: "layer norm", 22: "layer norm", 23: "layer norm"}
+
+
+def _fc_multiplier(in_s: float, w_s: float) -> tuple[int, int]:
+    return tflite_multiplier(float(np.float32(in_s) * np.float32(w_s)) / GATE_SCALE)
+
+
+def _mul_multiplier(a: float, b: float, out: float) -> tuple[int, int]:
+    return tflite_multiplier(float(a) * float(b) / float(out))
+
+
+def lstm(c: OpContext, x: TensorRecord) -> Layer:
+    in_s, in_zp, out_s, out_zp = _io(c, x)
+    if len(c.op.inputs) != 24:
+        raise c.refuse(f"{len(c.op.inputs)} inputs (TFLite's fully integer LSTM has 24)")
+    for k, what in _ABSENT.items():
+        if c.tensor(k) is not None:
+            raise c.refuse(f"has {what} weights (input {k}); TFLite Micro's LSTM takes none")
+    time_major = bool(c.options["timeMajor"])
+    act = ACTIVATION_NAMES.get(c.options["fusedActivationFunction"])
+    if act != "TANH":
+        raise c.refuse(f"cell activation {act} (TFLite Micro's integer LSTM takes TANH)")
+    if len(x.shape) != 3:
+        raise c.refuse(f"input {list(x.shape)} is not 3-D")
+    time, batch, n_in = x.shape if time_major else (x.shape[1], x.shape[0], x.shape[2])
+    hidden, cell = _constant(c, 18, "hidden state", "INT8", 2), _constant(c, 19, "cell state", "INT16", 2)
+    cells = hidden.shape[1]
+    if hidden.shape != (batch, cells) or cell.shape != (batch, cells):
+        raise c.refuse(f"states {list(hidden.shape)} and {list(cell.shape)} are not [batch, cells] = "
+                       f"[{batch}, cells]")
+    for t in (hidden, cell):
+        if t.data is not None and t.data.any():
+            raise c.refuse(f"{t.name} (tensor {t.index}) has initial values; TFLite Micro starts it at zero")
+    h_s, h_zp = per_tensor(c, hidden, "hidden state")
+    cell_s, cell_zp = per_tensor(c, cell, "cell state")
+    power = int(np.round(np.log2(cell_s)))
+    if cell_zp != 0 or cell_s != 2.0 ** power:
+        raise c.refuse(f"cell state scale {cell_s} / zero point {cell_zp}: TFLite Micro takes a power of two and 0")
+    if c.out.shape != x.shape[:2] + (cells,):
+        raise c.refuse(f"output {list(c.out.shape)} is not {list(x.shape[:2] + (cells,))}")
+    names, gates = [], []
+    for k in range(4):
+        _constant(c, 1 + _GATES[k], "input weights", "INT8", 2)
+        names.append(c.constant(1 + _GATES[k], f"wx{k}_", "INT8"))
+    for k in range(4):
+        _constant(c, 5 + _GATES[k], "recurrent weights", "INT8", 2)
+        names.append(c.constant(5 + _GATES[k], f"wh{k}_", "INT8"))
+    for k in range(4):
+        _constant(c, 12 + _GATES[k], "gate bias", "INT32", 1)
+        names.append(c.constant(12 + _GATES[k], f"bg{k}_", "INT32"))
+    for k in range(4):
+        wx, wh, b = c.tensor(1 + _GATES[k]), c.tensor(5 + _GATES[k]), c.tensor(12 + _GATES[k])
+        if wx.shape != (cells, n_in) or wh.shape != (cells, cells) or b.shape != (cells,):
+            raise c.refuse(f"gate weights {list(wx.shape)}, {list(wh.shape)} and bias {list(b.shape)} do not fit "
+                           f"{n_in} inputs and {cells} cells")
+        gates.append(_fc_multiplier(in_s, per_tensor(c, wx, "input weights")[0])
+                     + _fc_multiplier(h_s, per_tensor(c, wh, "recurrent weights")[0]))
+    clip = float(c.options["cellClip"])
+    quantized_clip = int(min(max(float(clip) / float(cell_s), -32768.0), 32767.0)) if clip > 0 else 0
+    p = LstmParams(batch=batch, time=time, input_size=n_in, cells=cells, time_major=time_major,
+                   input_zero_point=in_zp, hidden_zero_point=h_zp, gates=tuple(gates),
+                   forget_mul=_mul_multiplier(GATE_OUT_SCALE, cell_s, cell_s),
+                   input_mul=_mul_multiplier(GATE_OUT_SCALE, GATE_OUT_SCALE, cell_s),
+                   output_mul=_mul_multiplier(GATE_OUT_SCALE, GATE_OUT_SCALE, h_s), cell_scale_power=power,
+                   cell_clip=quantized_clip)
+    # the states as TFLite Micro resets them: an int8 tensor to its zero point, others to 0
+    for name, t, start in ((f"hs{c.op.index}", hidden, np.full(hidden.shape, h_zp, np.int8)),
+                           (f"cs{c.op.index}", cell, np.zeros(cell.shape, np.int16))):
+        c.weights[name] = start
+        names.append(name)
+
+    def run(a, *w):
+        return lstm_block.lstm(a, w[0:4], w[4:8], w[8:12], w[12], w[13], p)
+    return c.layer(x, tuple(names), p, run)
+
+
+OPS = {"SVDF": svdf, "UNIDIRECTIONAL_SEQUENCE_LSTM": lstm}

@@ -339,3 +339,58 @@ class SvdfParams(_Block):
         """Each filter's feature product and its time dot, per batch (report/macs.py counts the
         lowered call the same)."""
         return self.batch * self.filters * (self.input_size + self.memory)
+
+
+@dataclass(frozen=True)
+class LstmParams(_Block):
+    """TFLite's int8 UNIDIRECTIONAL_SEQUENCE_LSTM as TFLite Micro computes it (lstm_eval.h; the
+    semantics of CMSIS-NN's arm_lstm_unidirectional_s8): int8 input and hidden state, int16 cell
+    state of scale 2**cell_scale_power, int8 weights, int32 gate biases; no peephole, projection,
+    layer norm or CIFG. Each gate is an input and a recurrent fully connected product into int16
+    at scale 2**-12 (`gates`: (input multiplier, shift, recurrent multiplier, shift) for the
+    forget, input, cell and output gates), the gates' sigmoid (the cell gate's tanh) int16 at 2**-15, the
+    products forget * cell, input * cell gate and output * tanh(cell) requantized by the `*_mul`
+    pairs. `cell_clip`: the quantized clip of the cell state (0: none)."""
+    op: ClassVar[str] = "lstm_s8"
+    batch: int
+    time: int
+    input_size: int
+    cells: int
+    time_major: bool
+    input_zero_point: int
+    hidden_zero_point: int
+    gates: tuple[tuple[int, int, int, int], ...]
+    forget_mul: Pair
+    input_mul: Pair
+    output_mul: Pair
+    cell_scale_power: int
+    cell_clip: int
+
+    def __post_init__(self):
+        if min(self.batch, self.time, self.input_size, self.cells) < 1:
+            raise ValueError(f"{self.op}: sizes must be >= 1 (batch {self.batch}, time {self.time}, input "
+                             f"{self.input_size}, cells {self.cells})")
+        if len(self.gates) != 4:
+            raise ValueError(f"{self.op}: 4 gates' multipliers, got {len(self.gates)}")
+        for m1, s1, m2, s2 in self.gates:
+            _check_quant((m1, m2), (s1, s2), 2, self.op)
+        for m, s in (self.forget_mul, self.input_mul, self.output_mul):
+            _check_quant((m,), (s,), 1, self.op)
+        for z in (self.input_zero_point, self.hidden_zero_point):
+            if not -128 <= z <= 127:
+                raise ValueError(f"{self.op}: zero point {z} is outside int8")
+        if not 0 <= self.cell_clip <= 32767:
+            raise ValueError(f"{self.op}: cell clip {self.cell_clip} is not in [0, 32767]")
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        return (self.time, self.batch, self.input_size) if self.time_major else \
+            (self.batch, self.time, self.input_size)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int]:
+        return self.input_shape[:2] + (self.cells,)
+
+    def macs(self) -> int:
+        """Four gates' input and recurrent products per step."""
+        return self.batch * self.time * 4 * self.cells * (self.input_size + self.cells)

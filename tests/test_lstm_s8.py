@@ -1,0 +1,131 @@
+"""int8 LSTM (TFLite's UNIDIRECTIONAL_SEQUENCE_LSTM, fully integer: int16 cell state): the block
+(specializer.quant.lstm) and the .tflite reader against TFLite Micro's own kernel, bit for bit,
+over whole sequences (the states evolve within each); the int16 sigmoid and tanh over every
+input; what the reader refuses. Every variant on QEMU: test_lstm_models.py."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from test_tflite_import import OP, Tflm, act8, const, fb, me, model_bytes, operator
+
+from specializer.errors import UserError
+from specializer.importers.tflite import read_tflite
+
+# batch, time, input size, cells, time major, cell clip, cell gate activation, input zp, hidden zp
+CASES = {
+    "kws_like": (1, 8, 10, 16, False, 0.0, "TANH", -3, 5),
+    "odd_sizes": (1, 5, 7, 9, False, 0.0, "TANH", 11, -7),
+    "batch2": (2, 4, 6, 5, False, 0.0, "TANH", 0, 0),
+    "time_major_batch2": (2, 3, 6, 5, True, 0.0, "TANH", 4, -2),
+    "cell_clip": (1, 6, 8, 8, False, 1.5, "TANH", -5, 3),
+    "keyword": (1, 6, 10, 12, False, 0.0, "TANH", -3, 5),
+}
+IN_SCALE, HIDDEN_SCALE, CELL_SCALE = 0.05, 1 / 128, 2.0 ** -11
+
+
+def lstm_model(name, seed=0, **kw) -> bytes:
+    op, x, y = lstm_op(name, seed, **kw)
+    return model_bytes([op], [x], [y])
+
+
+def lstm_op(name, seed=0, *, cell_scale=CELL_SCALE, peephole=False, hidden_type=fb.TensorType.INT8):
+    """One UNIDIRECTIONAL_SEQUENCE_LSTM as TFLite's converter writes a fully integer one: 24 inputs,
+    int8 weights per tensor, int32 biases, an int8 hidden and an int16 cell state (variables).
+    Returns (the operator, its input, its output)."""
+    batch, time, n_in, cells, time_major, clip, act, in_zp, h_zp = CASES[name]
+    rng = np.random.default_rng(seed)
+    shape = (time, batch, n_in) if time_major else (batch, time, n_in)
+    x = act8(shape, IN_SCALE, in_zp, "x")
+    # weight scales that put each gate's sums at about 1.5 (std) of the 2**-12 gate scale's 8
+    wx_s = 1.0 / (74 * 73 * np.sqrt(n_in) * IN_SCALE)
+    wh_s = 1.0 / (74 * 73 * np.sqrt(cells) * HIDDEN_SCALE)
+    wx = [const(rng.integers(-127, 128, (cells, n_in)).astype(np.int8), [wx_s], None, f"wx{k}") for k in range(4)]
+    wh = [const(rng.integers(-127, 128, (cells, cells)).astype(np.int8), [wh_s], None, f"wh{k}")
+          for k in range(4)]
+    bias_s = float(np.float32(IN_SCALE) * np.float32(wx_s))
+    biases = [const(rng.integers(-4000, 4000, cells).astype(np.int32), [bias_s], None, f"b{k}") for k in range(4)]
+    hidden = me.Tensor(shape=(batch, cells), dtype=hidden_type, quantization=me.Quantization(HIDDEN_SCALE, h_zp),
+                       name="hidden")
+    cell = me.Tensor(shape=(batch, cells), dtype=fb.TensorType.INT16, quantization=me.Quantization(cell_scale, 0),
+                     name="cell")
+    hidden.is_variable = cell.is_variable = True
+    y = act8(shape[:2] + (cells,), HIDDEN_SCALE, h_zp, "y")
+    # TFLite's order: input; input-to-{input, forget, cell, output}; recurrent-to-{...}; 3
+    # peepholes; 4 biases {input, forget, cell, output}; projection weights, bias; the states; 4
+    # layer norms. Ours in gate order forget, input, cell, output: index 0 is forget
+    order = (1, 0, 2, 3)
+    peep = [const(np.ones(cells, np.int16).astype(np.int8), [0.01], None, "peep")] if peephole else [None]
+    ins = ([x] + [wx[k] for k in order] + [wh[k] for k in order] + peep + [None, None]
+           + [biases[k] for k in order] + [None, None, hidden, cell] + [None] * 4)
+    o = fb.UnidirectionalSequenceLSTMOptionsT()
+    o.fusedActivationFunction = getattr(fb.ActivationFunctionType, act)
+    o.cellClip, o.timeMajor = clip, time_major
+    op = operator(OP.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [y], o, fb.BuiltinOptions.UnidirectionalSequenceLSTMOptions)
+    return op, x, y
+
+
+def spread(out: np.ndarray) -> int:
+    return len(np.unique(out[(out > -128) & (out < 127)]))
+
+
+def read_equals_tflite_micro(data: bytes, tmp_path, n: int, seed: int) -> np.ndarray:
+    """The reader's function on n random inputs (one jit) against TFLite Micro, reset before each
+    input (one call from the start states), bit for bit; returns the outputs."""
+    path = tmp_path / "lstm.tflite"
+    path.write_bytes(data)
+    model = read_tflite(path)
+    xs = np.random.default_rng(seed).integers(-128, 128, (n, *model.inputs[0].shape)).astype(np.int8)
+    got = np.asarray(jax.jit(jax.vmap(model))(xs))
+    tflm = Tflm(data)
+    for x, g in zip(xs, got):
+        tflm.it.reset()
+        np.testing.assert_array_equal(g, tflm.run([x], 1)[0][0])
+    return got
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_reader_equals_tflite_micro_over_sequences(name, tmp_path):
+    got = read_equals_tflite_micro(lstm_model(name), tmp_path, 4, 5)
+    assert spread(got) >= min(30, got.size // 4), got
+
+
+def keyword_lstm(seed=0) -> bytes:
+    """A small keyword model as TFLite's converter writes one: 6 frames of 10 features through an
+    LSTM of 12 cells, every frame's state flattened (RESHAPE) into FULLY_CONNECTED -> SOFTMAX."""
+    rng = np.random.default_rng(seed)
+    op, x, h = lstm_op("keyword", seed)
+    flat = act8((1, 72), HIDDEN_SCALE, CASES["keyword"][-1], "flat")  # RESHAPE keeps the LSTM's quantization
+    shape = const(np.array([1, 72], np.int32), name="shape")
+    logit_s = 0.06
+    w_s = 40 * logit_s / (HIDDEN_SCALE * 40 * 73 * np.sqrt(72))
+    w = const(rng.integers(-127, 128, (8, 72)).astype(np.int8), [w_s], None, "fc")
+    b = const(rng.integers(-2000, 2000, 8).astype(np.int32), [float(np.float32(HIDDEN_SCALE) * np.float32(w_s))], None,
+              "fc_bias")
+    logits, y = act8((1, 8), logit_s, 1, "logits"), act8((1, 8), 1 / 256, -128, "y")
+    so = fb.SoftmaxOptionsT()
+    so.beta = 1.0
+    ops = [op, operator(OP.RESHAPE, [h, shape], [flat]),
+           operator(OP.FULLY_CONNECTED, [flat, w, b], [logits], fb.FullyConnectedOptionsT(),
+                    fb.BuiltinOptions.FullyConnectedOptions),
+           operator(OP.SOFTMAX, [logits], [y], so, fb.BuiltinOptions.SoftmaxOptions)]
+    return model_bytes(ops, [x], [y])
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(peephole=True), "has peephole weights .input 9."),
+    (dict(cell_scale=0.0003), "cell state scale .* a power of two"),
+    (dict(hidden_type=fb.TensorType.INT16), "hidden state .* is INT16; the reader takes INT8"),
+], ids=["peephole", "cell_scale", "int16_hidden"])
+def test_reader_refuses_in_one_line(kw, message, tmp_path):
+    path = tmp_path / "bad.tflite"
+    path.write_bytes(lstm_model("odd_sizes", **kw))
+    with pytest.raises(UserError, match=message) as e:
+        read_tflite(path)
+    assert "\n" not in str(e.value) and "bad.tflite" in str(e.value) and "UNIDIRECTIONAL_SEQUENCE_LSTM" in str(e.value)
+
+
+def test_keyword_model_reads_equal_to_tflite_micro(tmp_path):
+    got = read_equals_tflite_micro(keyword_lstm(), tmp_path, 3, 9)
+    assert len(np.unique(got)) >= 8, got  # the softmax spreads
