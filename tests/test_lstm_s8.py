@@ -5,9 +5,12 @@ input; what the reader refuses. Every variant on QEMU: test_lstm_models.py."""
 
 from __future__ import annotations
 
+import ctypes
+
 import jax
 import numpy as np
 import pytest
+from test_cmsis_nn import host  # noqa: F401
 from test_tflite_import import OP, Tflm, act8, const, fb, me, model_bytes, operator
 
 from specializer.errors import UserError
@@ -19,7 +22,7 @@ CASES = {
     "odd_sizes": (1, 5, 7, 9, False, 0.0, "TANH", 11, -7),
     "batch2": (2, 4, 6, 5, False, 0.0, "TANH", 0, 0),
     "time_major_batch2": (2, 3, 6, 5, True, 0.0, "TANH", 4, -2),
-    "cell_clip": (1, 6, 8, 8, False, 1.5, "TANH", -5, 3),
+    "cell_clip": (1, 6, 8, 8, False, 0.2, "TANH", -5, 3),  # a clip the cell reaches
     "keyword": (1, 6, 10, 12, False, 0.0, "TANH", -3, 5),
 }
 IN_SCALE, HIDDEN_SCALE, CELL_SCALE = 0.05, 1 / 128, 2.0 ** -11
@@ -129,3 +132,63 @@ def test_reader_refuses_in_one_line(kw, message, tmp_path):
 def test_keyword_model_reads_equal_to_tflite_micro(tmp_path):
     got = read_equals_tflite_micro(keyword_lstm(), tmp_path, 3, 9)
     assert len(np.unique(got)) >= 8, got  # the softmax spreads
+
+
+# ---------------------------------------------------------------- the shim's arm_lstm_unidirectional_s8
+
+def run_shim(lib, p, wx, wh, bx, x):
+    """arm_lstm_unidirectional_s8 on the host with the parameters capture writes
+    (cmsis_calls_lstm.lower): effective biases with the zero points folded in."""
+    from test_cmsis_nn import STRUCT, nn_call, ptr
+
+    from specializer.capture.cmsis_calls_lstm import GATES, NO_CLIP, SIGMOID, TANH
+
+    keep = []
+
+    def arr(a, dtype):
+        a = np.ascontiguousarray(a, dtype)
+        keep.append(a)
+        return a.ctypes.data
+
+    gates = {}
+    for k, g in enumerate(GATES):
+        eff_x = bx[k].astype(np.int64) - p.input_zero_point * wx[k].astype(np.int64).sum(axis=1)
+        eff_h = -p.hidden_zero_point * wh[k].astype(np.int64).sum(axis=1)
+        m1, s1, m2, s2 = p.gates[k]
+        gates[g] = STRUCT["cmsis_nn_lstm_gate"](
+            input_multiplier=m1, input_shift=s1, input_weights=arr(wx[k], np.int8),
+            input_effective_bias=arr(eff_x, np.int32), hidden_multiplier=m2, hidden_shift=s2,
+            hidden_weights=arr(wh[k], np.int8), hidden_effective_bias=arr(eff_h, np.int32), bias=None,
+            activation_type=TANH if g == "cell_gate" else SIGMOID)
+    params = STRUCT["cmsis_nn_lstm_params"](
+        time_major=int(p.time_major), batch_size=p.batch, time_steps=p.time, input_size=p.input_size,
+        hidden_size=p.cells, input_offset=-p.input_zero_point, forget_to_cell_multiplier=p.forget_mul[0],
+        forget_to_cell_shift=p.forget_mul[1], input_to_cell_multiplier=p.input_mul[0],
+        input_to_cell_shift=p.input_mul[1], cell_clip=p.cell_clip or NO_CLIP, cell_scale_power=p.cell_scale_power,
+        output_multiplier=p.output_mul[0], output_shift=p.output_mul[1], output_offset=p.hidden_zero_point,
+        **gates)
+    temps = [np.full(p.batch * p.cells, 77, np.int16) for _ in range(3)]  # the function clears the cell
+    buffers = STRUCT["cmsis_nn_lstm_context"](*(t.ctypes.data for t in temps))
+    out = np.full(p.output_shape, 99, np.int8)
+    lib.arm_lstm_unidirectional_s8.restype = ctypes.c_int32
+    st = nn_call(lib, "arm_lstm_unidirectional_s8", input=ptr(np.ascontiguousarray(x)), output=ptr(out),
+                 params=ctypes.byref(params), buffers=ctypes.byref(buffers))
+    assert st == 0
+    return out
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_shim_equals_tflite_micro(host, name, tmp_path):
+    data = lstm_model(name)
+    path = tmp_path / "lstm.tflite"
+    path.write_bytes(data)
+    model = read_tflite(path)
+    layer = model.layers[0]
+    w = [model.weights[n] for n in layer.weights]
+    tflm = Tflm(data)
+    rng = np.random.default_rng(13)
+    for _ in range(3):
+        x = rng.integers(-128, 128, model.inputs[0].shape).astype(np.int8)
+        tflm.it.reset()
+        np.testing.assert_array_equal(run_shim(host, layer.block, w[0:4], w[4:8], w[8:12], x),
+                                      tflm.run([x], 1)[0][0])

@@ -235,6 +235,27 @@ arm_cmsis_nn_status arm_svdf_state_s16_s8(const cmsis_nn_context *input_ctx,
                                           int8_t *output_data);
 
 /*
+ * s8 LSTM over a sequence, TFLite's fully integer UNIDIRECTIONAL_SEQUENCE_LSTM (int8 input and
+ * hidden state, int16 cell state), starting from the hidden state at output_offset and the
+ * cell at 0 (buffers->cell_state is cleared here).
+ *
+ *   input    int8 [time][batch][input_size] (time_major) or [batch][time][input_size]
+ *   output   int8, the hidden state of every step, laid out as the input
+ *   params   each gate's input and hidden weights (int8 [hidden_size][input_size] and
+ *            [hidden_size][hidden_size]) and effective biases (int32 [hidden_size]: the bias with
+ *            the input zero point folded in, and -output_offset * the hidden weights' row sums),
+ *            their multipliers into int16 at 2^-12; activation_type ARM_SIGMOID (or ARM_TANH for
+ *            the cell gate); the products forget * cell, input * cell gate and output * tanh(cell)
+ *            requantized by forget_to_cell_*, input_to_cell_* and output_*; the cell clamped to
+ *            +-cell_clip (32768: only int16 saturation); the cell at 2^cell_scale_power
+ *   buffers  temp1, temp2, cell_state: int16 [batch][hidden_size] each
+ */
+arm_cmsis_nn_status arm_lstm_unidirectional_s8(const int8_t *input,
+                                               int8_t *output,
+                                               const cmsis_nn_lstm_params *params,
+                                               cmsis_nn_lstm_context *buffers);
+
+/*
  * s8 fully connected layer, TFLite semantics.
  *
  *   ctx           scratch of arm_fully_connected_s8_get_buffer_size() bytes (0 without MVE;

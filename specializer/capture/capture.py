@@ -22,7 +22,7 @@ import numpy as np
 from specializer.llvm import irtext, module
 from specializer.capture import cmsis_calls, entry, fminmax, hlo_sites, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
 
-from specializer.capture import cmsis_calls_act, cmsis_calls_svdf, imported, layers, tolerance
+from specializer.capture import cmsis_calls_act, cmsis_calls_lstm, cmsis_calls_svdf, imported, layers, tolerance
 from specializer.errors import UserError
 from specializer.files import write_all
 from specializer.capture.manifest import Manifest, Tensor, flat, np_dtype
@@ -183,7 +183,8 @@ class _Lowering:
         if stateful:  # the output and the new state
             call = cmsis_calls_svdf.lower(scope, p, args, [_operand(r) for r in t.results])
         else:
-            lower = cmsis_calls_act.lower if p["op"] in cmsis_calls_act.OPS else cmsis_calls.lower
+            lower = (cmsis_calls_act.lower if p["op"] in cmsis_calls_act.OPS else
+                     cmsis_calls_lstm.lower if p["op"] in cmsis_calls_lstm.OPS else cmsis_calls.lower)
             call = lower(scope, p, args, _operand(t.results[0]))
         note = f" ({call.note})" if call.note else ""
         self.log.append(f"lowered {scope} ({t.op_name}) onto {call.function}{note}")

@@ -86,8 +86,10 @@ class _Emitter:
                 for r in a.refs:
                     self.operand(r)
                 scratch = _q(self.plan.scratch) if self.plan.scratch else "null"
-                self.globals.append(f"{_q(a.name)} = private unnamed_addr constant {a.type} "
-                                    f"{a.init.replace('{scratch}', scratch)}, align 4")
+                init = a.init.replace('{scratch}', scratch)
+                for k, s in enumerate(a.slices):
+                    init = init.replace(f"{{slice{k}}}", self.addr(s).removeprefix("ptr "))
+                self.globals.append(f"{_q(a.name)} = private unnamed_addr constant {a.type} {init}, align 4")
             elif self.consts[a.name] != a:
                 raise ValueError(f"two different constants named {a.name}")
             return f"ptr {_q(a.name)}"

@@ -56,11 +56,13 @@ class Scratch:
 @dataclass(frozen=True)
 class Const:
     """A constant global a call points at (a CMSIS-NN struct, per-channel array, ...). `init`
-    may name the shared scratch buffer as {scratch}; equal names must mean equal contents."""
+    may name the shared scratch buffer as {scratch} and XLA buffer k of `slices` as {slice<k>}
+    (a struct holding the addresses of a layer's weights); equal names must mean equal contents."""
     name: str
     type: str  # LLVM type
     init: str  # LLVM initializer
     refs: tuple = ()  # the Consts `init` points at (emitted with it)
+    slices: tuple = ()  # the buffers `init` points at
 
 
 @dataclass(frozen=True)

@@ -155,14 +155,9 @@ def lstm(c: OpContext, x: TensorRecord) -> Layer:
                    input_mul=_mul_multiplier(GATE_OUT_SCALE, GATE_OUT_SCALE, cell_s),
                    output_mul=_mul_multiplier(GATE_OUT_SCALE, GATE_OUT_SCALE, h_s), cell_scale_power=power,
                    cell_clip=quantized_clip)
-    # the states as TFLite Micro resets them: an int8 tensor to its zero point, others to 0
-    for name, t, start in ((f"hs{c.op.index}", hidden, np.full(hidden.shape, h_zp, np.int8)),
-                           (f"cs{c.op.index}", cell, np.zeros(cell.shape, np.int16))):
-        c.weights[name] = start
-        names.append(name)
 
-    def run(a, *w):
-        return lstm_block.lstm(a, w[0:4], w[4:8], w[8:12], w[12], w[13], p)
+    def run(a, *w):  # the block starts the states as TFLite Micro's reset leaves them
+        return lstm_block.lstm(a, w[0:4], w[4:8], w[8:12], p)
     return c.layer(x, tuple(names), p, run)
 
 

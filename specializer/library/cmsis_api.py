@@ -92,6 +92,9 @@ FUNCTIONS = (
               (_DIMS, "weights_feature_dims"), (_S8, "weights_feature_data"), (_DIMS, "weights_time_dims"),
               ("const int16_t *", "weights_time_data"), (_DIMS, "bias_dims"), ("const int32_t *", "bias_data"))
              + _OUT),
+    Function("arm_lstm_unidirectional_s8", _STATUS,
+             ((_S8, "input"), ("int8_t *", "output"), ("const cmsis_nn_lstm_params *", "params"),
+              ("cmsis_nn_lstm_context *", "buffers"))),
     Function("arm_fully_connected_s8", _STATUS,
              _layer("cmsis_nn_fc_params", "cmsis_nn_per_tensor_quant_params") + _OUT),
     Function("arm_fully_connected_s8_get_buffer_size", "int32_t", ((_DIMS, "filter_dims"),)),
@@ -113,6 +116,7 @@ FUNCTIONS = (
 _FUNCTION = {f.name: f for f in FUNCTIONS}
 
 _TILE = "cmsis_nn_tile"
+ENUM = "arm_nn_activation_type"  # the one enum a struct field has (an int on Arm's ABI)
 _ACT = ("cmsis_nn_activation", "activation")
 
 # Every struct capture writes as a constant global, field by field as v7.0.0 declares it:
@@ -135,6 +139,17 @@ STRUCTS = {
                              ("cmsis_nn_activation", "output_activation")),
     "cmsis_nn_fc_params": (("int32_t", "input_offset"), ("int32_t", "filter_offset"), ("int32_t", "output_offset"),
                            _ACT),
+    "cmsis_nn_lstm_gate": (("int32_t", "input_multiplier"), ("int32_t", "input_shift"),
+                           ("const void *", "input_weights"), ("const void *", "input_effective_bias"),
+                           ("int32_t", "hidden_multiplier"), ("int32_t", "hidden_shift"),
+                           ("const void *", "hidden_weights"), ("const void *", "hidden_effective_bias"),
+                           ("const void *", "bias"), (ENUM, "activation_type")),
+    "cmsis_nn_lstm_params": tuple(("int32_t", n) for n in (
+        "time_major", "batch_size", "time_steps", "input_size", "hidden_size", "input_offset",
+        "forget_to_cell_multiplier", "forget_to_cell_shift", "input_to_cell_multiplier", "input_to_cell_shift",
+        "cell_clip", "cell_scale_power", "output_multiplier", "output_shift", "output_offset"))
+    + tuple(("cmsis_nn_lstm_gate", g) for g in ("forget_gate", "input_gate", "cell_gate", "output_gate")),
+    "cmsis_nn_lstm_context": (("void *", "temp1"), ("void *", "temp2"), ("void *", "cell_state")),
     "cmsis_nn_per_channel_quant_params": (("int32_t *", "multiplier"), ("int32_t *", "shift")),
     "cmsis_nn_per_tensor_quant_params": (("int32_t", "multiplier"), ("int32_t", "shift")),
 }  # fmt: skip
@@ -145,9 +160,9 @@ def _round_up(v: int, align: int) -> int:
 
 
 def _size_align(ctype: str) -> tuple[int, int]:
-    """sizeof and alignof on thumbv7em (AAPCS): a pointer and an int32_t are 4 and 4; a struct
-    aligns as its widest field and its size rounds up to that."""
-    if ctype.endswith("*") or ctype == "int32_t":
+    """sizeof and alignof on thumbv7em (AAPCS): a pointer, an int32_t and an enum (its values fit
+    an int) are 4 and 4; a struct aligns as its widest field and its size rounds up to that."""
+    if ctype.endswith("*") or ctype in ("int32_t", ENUM):
         return 4, 4
     if ctype not in STRUCTS:
         raise ValueError(f"cmsis_api: no size for C type {ctype!r} (give it one here)")

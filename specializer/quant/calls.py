@@ -23,8 +23,8 @@ from contextlib import contextmanager
 import jax
 import jax.numpy as jnp
 
-from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams,
-                     SoftmaxParams, SvdfParams, TransposeConvParams)
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
+                     PoolParams, SoftmaxParams, SvdfParams, TransposeConvParams)
 
 TARGET_PREFIX = "cmsis_nn."
 # XLA's legacy custom-call ABI (void fn(void *out, const void **in)): the only kind a handler
@@ -64,7 +64,7 @@ def unsupported(p) -> str | None:
         if p.input_dims[3] != p.filter_dims[3]:
             return "grouped convolution"
         return None
-    if isinstance(p, (DepthwiseParams, TransposeConvParams, SvdfParams)):
+    if isinstance(p, (DepthwiseParams, TransposeConvParams, SvdfParams, LstmParams)):
         return None
     if isinstance(p, FullyConnectedParams):
         if len(p.multipliers) != 1:

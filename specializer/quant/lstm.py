@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from specializer.quant import calls
 from specializer.quant.blocks import _matmul_nt
 from specializer.quant.fixedpoint import requantize
 from specializer.quant.params import LstmParams
@@ -100,10 +101,23 @@ def _fc(x, w, zero_point: int, mult: int, shift: int, bias=None):
     return _sat16(requantize(acc, mult, shift))
 
 
-def lstm(x, w_input, w_recurrent, biases, hidden, cell, p: LstmParams):
+def lstm(x, w_input, w_recurrent, biases, p: LstmParams):
     """x int8 p.input_shape; w_input 4 int8 [cells, input_size] and w_recurrent 4 int8 [cells,
-    cells] (forget, input, cell, output gate); biases 4 int32 [cells]; hidden int8 and cell int16
-    [batch, cells], the states at the start. Returns the int8 output p.output_shape."""
+    cells] (forget, input, cell, output gate); biases 4 int32 [cells]. The states start as
+    TFLite Micro's reset leaves them: the hidden state at its zero point, the cell at 0. Returns
+    the int8 output p.output_shape.
+
+    Captured, the block is one call of CMSIS-NN's arm_lstm_unidirectional_s8 (which starts from
+    those states itself): its operands are the input, the eight weights and each gate's
+    effective biases, the zero points folded in (input: bias - input zero point * row sums;
+    recurrent: - hidden zero point * row sums)."""
+    with jax.named_scope(p.scope):
+        eff_x = [b - jnp.int32(p.input_zero_point) * jnp.sum(w, axis=1, dtype=jnp.int32)
+                 for w, b in zip(w_input, biases)]
+        eff_h = [-jnp.int32(p.hidden_zero_point) * jnp.sum(w, axis=1, dtype=jnp.int32) for w in w_recurrent]
+    lowered = calls.call(p, p.output_shape, x, *w_input, *w_recurrent, *eff_x, *eff_h)
+    if lowered is not None:
+        return lowered
     with jax.named_scope(p.scope):
         xs = x if p.time_major else jnp.swapaxes(x, 0, 1)  # [time, batch, input]
 
@@ -126,5 +140,6 @@ def lstm(x, w_input, w_recurrent, biases, hidden, cell, p: LstmParams):
             h = h.astype(jnp.int8)
             return (h, c), h
 
-        _, ys = lax.scan(step, (hidden, cell), xs)
+        start = (jnp.full((p.batch, p.cells), p.hidden_zero_point, jnp.int8), jnp.zeros((p.batch, p.cells), jnp.int16))
+        _, ys = lax.scan(step, start, xs)
         return ys if p.time_major else jnp.swapaxes(ys, 0, 1)

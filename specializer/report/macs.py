@@ -11,6 +11,8 @@ libjit; dots fused into elementwise kernels are small).
 
 from __future__ import annotations
 
+import re
+
 from specializer.library.cmsis_api import FUNCTIONS
 from specializer.llvm import irtext
 from specializer.llvm.irtext import direct_calls, global_arg
@@ -54,6 +56,13 @@ def _svdf(d) -> int:
     return i[0] * f[0] * (f[1] + t[1])
 
 
+def _lstm(d) -> int:
+    """params {time_major, batch_size, time_steps, input_size, hidden_size, ...}: four gates'
+    input and hidden products per batch and step."""
+    _, batch, time, n_in, hidden = d("params")[:5]
+    return batch * time * 4 * hidden * (n_in + hidden)
+
+
 CMSIS_NN = {
     "arm_convolve_wrapper_s8": _conv, "arm_convolve_s8": _conv,
     # the forms the wrapper picks (capture calls the picked one directly): the same sums
@@ -63,6 +72,7 @@ CMSIS_NN = {
     "arm_fully_connected_s8": _fully_connected,
     "arm_transpose_conv_s8": _transpose_conv,
     "arm_svdf_state_s16_s8": _svdf,
+    "arm_lstm_unidirectional_s8": _lstm,
 }
 _PARAMS = {f.name: [n for _, n in f.params] for f in FUNCTIONS}
 
@@ -120,6 +130,8 @@ def cmsis_nn(lines: list[str]) -> int:
             values = irtext.array_elements(line[g.init_at:], "i32")
             if values and all(v.lstrip("-").isdigit() for v in values):
                 ints[g.name] = tuple(map(int, values))
+        elif g and g.kind == "constant" and g.type.startswith("{ i32"):  # a struct: its int32 fields in order
+            ints[g.name] = tuple(int(v) for v in re.findall(r"\bi32 (-?\d+)", line[g.init_at:]))
     total = 0
     for call in direct_calls(lines, tuple(CMSIS_NN)):
         params = _PARAMS[call.callee]
