@@ -96,12 +96,7 @@ static int32_t sat16(int32_t v)
 /* W [rows][cols] . x + eff, requantized, saturated to int16 */
 static int32_t lstm_product(const int8_t *x, const int8_t *w, int32_t cols, int32_t eff, int32_t mult, int32_t shift)
 {
-    int32_t acc = eff;
-    for (int32_t i = 0; i < cols; i++)
-    {
-        acc += (int32_t)w[i] * (int32_t)x[i];
-    }
-    return sat16(arm_nn_requantize(acc, mult, shift));
+    return sat16(arm_nn_requantize(shim_dot_s8(w, x, cols, 0, eff), mult, shift));
 }
 
 /* One gate for every batch: gate[b * hidden + n] */

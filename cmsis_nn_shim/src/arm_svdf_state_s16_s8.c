@@ -56,11 +56,7 @@ arm_cmsis_nn_status arm_svdf_state_s16_s8(const cmsis_nn_context *input_ctx,
         const int8_t *wf = weights_feature_data;
         for (int32_t f = 0; f < filters; f++)
         {
-            int32_t acc = 0;
-            for (int32_t i = 0; i < input_size; i++)
-            {
-                acc += (int32_t)wf[i] * ((int32_t)in[i] - input_zp);
-            }
+            int32_t acc = shim_dot_s8(wf, in, input_size, -input_zp, 0);
             wf += input_size;
             acc = arm_nn_requantize(acc, input_quant_params->multiplier, input_quant_params->shift);
             acc = MAX(acc, svdf_params->input_activation.min);
