@@ -5,7 +5,8 @@ arm_lstm_unidirectional_s8 (the shim's on every shape of test_lstm_s8.py on the 
 from __future__ import annotations
 
 import numpy as np
-from test_lstm_s8 import keyword_lstm
+import pytest
+from test_lstm_s8 import keyword_lstm, lstm_model
 from test_svdf_models import every_variant_exact
 
 from specializer.capture import imported
@@ -26,4 +27,16 @@ def test_keyword_lstm_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
     assert len(np.unique(got)) >= 5  # the softmax spreads
     # 6 steps of 4 gates x 12 cells x (10 inputs + 12 hidden); the dense layer 72 -> 8
     assert macs.count(c.model_ll.read_text()) == 6 * 4 * 12 * (10 + 12) + 72 * 8
+    every_variant_exact(c.model_ll, tmp_path)
+
+
+@pytest.mark.slow  # about 35 s each on QEMU; the keyword model runs in every variant in the default suite
+@pytest.mark.parametrize("name", ["time_major_batch2", "batch2", "cell_clip"])
+def test_lstm_forms_in_every_variant(name, tmp_path):
+    """The forms the shim's host test covers, through capture's lowering: batch strides of both
+    layouts, the three scratch buffers per batch, a clip the cell reaches."""
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(lstm_model(name))
+    c = capture(path, None, tmp_path / "cap")
+    assert any("onto arm_lstm_unidirectional_s8" in line for line in c.log)
     every_variant_exact(c.model_ll, tmp_path)
