@@ -34,7 +34,8 @@ def test_keyword_lstm_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
 @pytest.mark.parametrize("name", ["time_major_batch2", "batch2", "cell_clip"])
 def test_lstm_forms_in_every_variant(name, tmp_path):
     """The forms the shim's host test covers, through capture's lowering: batch strides of both
-    layouts, the three scratch buffers per batch, a clip the cell reaches."""
+    layouts, the three scratch buffers per batch, a clip the cell reaches. Capture holds the
+    reference to TFLite Micro's outputs, so "pass" with no error is TFLite Micro's values."""
     path = tmp_path / f"{name}.tflite"
     path.write_bytes(lstm_model(name))
     c = capture(path, None, tmp_path / "cap")

@@ -33,7 +33,8 @@ def lstm_model(name, seed=0, **kw) -> bytes:
     return model_bytes([op], [x], [y])
 
 
-def lstm_op(name, seed=0, *, cell_scale=CELL_SCALE, peephole=False, hidden_type=fb.TensorType.INT8):
+def lstm_op(name, seed=0, *, cell_scale=CELL_SCALE, peephole=False, hidden_type=fb.TensorType.INT8, cell_clip=None,
+            diagonal=False):
     """One UNIDIRECTIONAL_SEQUENCE_LSTM as TFLite's converter writes a fully integer one: 24 inputs,
     int8 weights per tensor, int32 biases, an int8 hidden and an int16 cell state (variables).
     Returns (the operator, its input, its output)."""
@@ -64,7 +65,8 @@ def lstm_op(name, seed=0, *, cell_scale=CELL_SCALE, peephole=False, hidden_type=
            + [biases[k] for k in order] + [None, None, hidden, cell] + [None] * 4)
     o = fb.UnidirectionalSequenceLSTMOptionsT()
     o.fusedActivationFunction = getattr(fb.ActivationFunctionType, act)
-    o.cellClip, o.timeMajor = clip, time_major
+    o.cellClip, o.timeMajor = clip if cell_clip is None else cell_clip, time_major
+    o.diagonalRecurrentTensors = diagonal
     op = operator(OP.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [y], o, fb.BuiltinOptions.UnidirectionalSequenceLSTMOptions)
     return op, x, y
 
@@ -120,7 +122,10 @@ def keyword_lstm(seed=0) -> bytes:
     (dict(peephole=True), "has peephole weights .input 9."),
     (dict(cell_scale=0.0003), "cell state scale .* a power of two"),
     (dict(hidden_type=fb.TensorType.INT16), "hidden state .* is INT16; the reader takes INT8"),
-], ids=["peephole", "cell_scale", "int16_hidden"])
+    (dict(cell_clip=1e-4), "cell clip 0.0001 is below the cell state's scale 0.000488281"),
+    (dict(diagonal=True), "diagonal recurrent weights"),
+    (dict(cell_scale=2.0 ** 16), "outside 2..-30..2..15"),
+], ids=["peephole", "cell_scale", "int16_hidden", "tiny_clip", "diagonal", "cell_power"])
 def test_reader_refuses_in_one_line(kw, message, tmp_path):
     path = tmp_path / "bad.tflite"
     path.write_bytes(lstm_model("odd_sizes", **kw))
@@ -141,7 +146,7 @@ def run_shim(lib, p, wx, wh, bx, x):
     (cmsis_calls_lstm.lower): effective biases with the zero points folded in."""
     from test_cmsis_nn import STRUCT, nn_call, ptr
 
-    from specializer.capture.cmsis_calls_lstm import GATES, NO_CLIP, SIGMOID, TANH
+    from specializer.capture.cmsis_calls_lstm import GATES, SIGMOID, TANH
 
     keep = []
 
@@ -164,7 +169,7 @@ def run_shim(lib, p, wx, wh, bx, x):
         time_major=int(p.time_major), batch_size=p.batch, time_steps=p.time, input_size=p.input_size,
         hidden_size=p.cells, input_offset=-p.input_zero_point, forget_to_cell_multiplier=p.forget_mul[0],
         forget_to_cell_shift=p.forget_mul[1], input_to_cell_multiplier=p.input_mul[0],
-        input_to_cell_shift=p.input_mul[1], cell_clip=p.cell_clip or NO_CLIP, cell_scale_power=p.cell_scale_power,
+        input_to_cell_shift=p.input_mul[1], cell_clip=p.cell_clip, cell_scale_power=p.cell_scale_power,
         output_multiplier=p.output_mul[0], output_shift=p.output_mul[1], output_offset=p.hidden_zero_point,
         **gates)
     temps = [np.full(p.batch * p.cells, 77, np.int16) for _ in range(3)]  # the function clears the cell

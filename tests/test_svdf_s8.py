@@ -3,8 +3,8 @@ reference kernel (svdf_common.cc EvalIntegerSvdfReference) read literally in Num
 against TFLite Micro itself over several invocations (the state carried between them); the
 block (specializer.quant.blocks.svdf) and the shim's function on the host against that reading
 from random states; the .tflite reader against TFLite Micro; what the reader refuses. Every
-variant on QEMU: tests/test_tflite_capture.py (an imported SVDF model) and test_svdf_model.py
-(a streaming model written with the block, its state carried over frames)."""
+variant on QEMU: tests/test_svdf_models.py (an imported SVDF model, and a streaming model
+written with the block, its state carried over frames)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,6 @@ def mbqm(x: int, m: int, shift: int) -> int:
     else:
         ab = a * m
         nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
-        high = int((ab + nudge) / 2**31) if abs(ab + nudge) < 2**52 else (ab + nudge) // 2**31
         q, r = divmod(abs(ab + nudge), 2**31)
         high = q if ab + nudge >= 0 else -q
     mask = (1 << right) - 1

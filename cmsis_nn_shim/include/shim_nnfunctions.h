@@ -247,7 +247,7 @@ arm_cmsis_nn_status arm_svdf_state_s16_s8(const cmsis_nn_context *input_ctx,
  *            their multipliers into int16 at 2^-12; activation_type ARM_SIGMOID (or ARM_TANH for
  *            the cell gate); the products forget * cell, input * cell gate and output * tanh(cell)
  *            requantized by forget_to_cell_*, input_to_cell_* and output_*; the cell clamped to
- *            +-cell_clip (32768: only int16 saturation); the cell at 2^cell_scale_power
+ *            +-cell_clip after the int16 saturation (<= 0: no clip); the cell at 2^cell_scale_power
  *   buffers  temp1, temp2, cell_state: int16 [batch][hidden_size] each
  */
 arm_cmsis_nn_status arm_lstm_unidirectional_s8(const int8_t *input,

@@ -94,13 +94,15 @@ __STATIC_FORCEINLINE int32_t shim_dot_s8(const int8_t *a, const int8_t *b, int32
     int32_t p = 0;
 #if defined(ARM_MATH_DSP)
     const uint32_t off2 = __PKHBT((uint32_t)(uint16_t)b_offset, (uint32_t)(uint16_t)b_offset, 16);
-    for (; p + 4 <= n; p += 4) {
+    for (; p + 4 <= n; p += 4)
+    {
         const uint32_t av = (uint32_t)arm_nn_read_s8x4(a + p), bv = (uint32_t)arm_nn_read_s8x4(b + p);
         sum = __SMLAD(__SXTB16(av), __SXTAB16(off2, bv), sum);
         sum = __SMLAD(__SXTB16_RORn(av, 8), __SXTAB16_RORn(off2, bv, 8), sum);
     }
 #endif
-    for (; p < n; p++) {
+    for (; p < n; p++)
+    {
         sum += (uint32_t)(a[p] * (b[p] + b_offset));
     }
     return (int32_t)sum;

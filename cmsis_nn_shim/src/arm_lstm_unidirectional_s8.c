@@ -7,7 +7,7 @@
  * and c at 0 before the first: the step skips the recurrent products then, which are 0):
  *   gate = sat16(sat16(rq(eff_x + W_x x)) + sat16(rq(eff_h + W_h h)))   (eff: effective biases)
  *   f, i, o = sigmoid(gate); g = tanh(cell gate)                           (int16, Q0.15)
- *   c = clamp(sat16(sat16(rq(f c)) + sat16(rq(i g))), +-cell_clip)
+ *   c = sat16(sat16(rq(f c)) + sat16(rq(i g))), clamped to +-cell_clip when cell_clip > 0
  *   h = clamp(rq(o tanh(c)) + output_offset, int8)
  * sigmoid and tanh are TFLite's int16 Logistic and Tanh: its 256-entry table of sigmoid(k / 24)
  * in 0.16, interpolated.
@@ -132,6 +132,9 @@ static void lstm_step(const int8_t *data_in, const int8_t *hidden_in, int8_t *hi
     int16_t *t2 = (int16_t *)buffers->temp2;
     int16_t *cell = (int16_t *)buffers->cell_state;
     const int32_t n = p->batch_size * p->hidden_size;
+    /* a clip <= 0 is none (CMSIS-NN's reading): only the int16 saturation */
+    const int32_t clip_lo = p->cell_clip > 0 ? -p->cell_clip : -32768;
+    const int32_t clip_hi = p->cell_clip > 0 ? p->cell_clip : 32767;
 
     lstm_gate(data_in, hidden_in, &p->forget_gate, p, t1, batch_offset);
     for (int32_t k = 0; k < n; k++)
@@ -146,7 +149,7 @@ static void lstm_step(const int8_t *data_in, const int8_t *hidden_in, int8_t *hi
         int32_t v = sat16(arm_nn_requantize((int32_t)t1[k] * t2[k], p->input_to_cell_multiplier,
                                             p->input_to_cell_shift));
         v = sat16(cell[k] + v);
-        cell[k] = (int16_t)MIN(MAX(v, -p->cell_clip), p->cell_clip);
+        cell[k] = (int16_t)MIN(MAX(v, clip_lo), clip_hi);
     }
     lstm_gate(data_in, hidden_in, &p->output_gate, p, t1, batch_offset);
     for (int32_t b = 0; b < p->batch_size; b++)
@@ -169,11 +172,11 @@ arm_cmsis_nn_status arm_lstm_unidirectional_s8(const int8_t *input,
 {
     const int8_t *hidden_in = NULL;
     memset(buffers->cell_state, 0, (size_t)(params->batch_size * params->hidden_size) * sizeof(int16_t));
+    /* time major: a step's batches side by side; else each batch's sequence side by side */
+    const int32_t batch_offset = params->time_major ? 1 : params->time_steps;
+    const int32_t step = params->time_major ? params->batch_size : 1;
     for (int32_t t = 0; t < params->time_steps; t++)
     {
-        /* time major: a step's batches side by side; else each batch's sequence side by side */
-        const int32_t batch_offset = params->time_major ? 1 : params->time_steps;
-        const int32_t step = params->time_major ? params->batch_size : 1;
         int8_t *hidden_out = output + t * step * params->hidden_size;
         lstm_step(input + t * step * params->input_size, hidden_in, hidden_out, params, buffers, batch_offset);
         hidden_in = hidden_out;

@@ -68,24 +68,24 @@ arm_cmsis_nn_status arm_svdf_state_s16_s8(const cmsis_nn_context *input_ctx,
         const int16_t *s = state;
         for (int32_t f = 0; f < filters; f++)
         {
-            int32_t sum = 0;
+            uint32_t sum = 0; /* unsigned: the sums wrap as on the core, without C's signed overflow */
             for (int32_t m = 0; m < memory; m++)
             {
-                sum += (int32_t)wt[m] * (int32_t)s[m];
+                sum += (uint32_t)((int32_t)wt[m] * (int32_t)s[m]);
             }
             wt += memory;
             s += memory;
-            time_sums[f] = sum;
+            time_sums[f] = (int32_t)sum;
         }
 
         for (int32_t u = 0; u < units; u++)
         {
-            int32_t sum = bias_data != NULL ? bias_data[u] : 0;
+            uint32_t sum = bias_data != NULL ? (uint32_t)bias_data[u] : 0;
             for (int32_t r = 0; r < rank; r++)
             {
-                sum += time_sums[u * rank + r];
+                sum += (uint32_t)time_sums[u * rank + r];
             }
-            unit_sums[u] = sum;
+            unit_sums[u] = (int32_t)sum;
         }
 
         for (int32_t u = 0; u < units; u++)

@@ -6,9 +6,9 @@ input, cell, output) and their effective biases (the zero points folded in by th
 call gets them through one constant cmsis_nn_lstm_params whose gate structs point at those XLA
 buffers, as TFLite Micro's CMSIS-NN port fills it. Its three int16 buffers (two gate buffers and
 the cell state, which the function clears itself) are the shared scratch, one after another.
-cell_clip is the block's quantized clip, or 32768 where the file sets none: the function clamps
-the cell to +-cell_clip after the int16 saturation, so 32768 clamps nothing. What does not line
-up with the block's parameters raises NotLowerable.
+cell_clip is the block's quantized clip, 0 where the file sets none (CMSIS-NN v7.0.0 reads a clip
+<= 0 as none, as TFLite Micro's port passes it). What does not line up with the block's
+parameters raises NotLowerable.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from specializer.library import cmsis_api
 OPS = ("lstm_s8",)
 GATES = ("forget_gate", "input_gate", "cell_gate", "output_gate")
 SIGMOID, TANH = 0, 1  # arm_nn_activation_type
-NO_CLIP = 32768
 
 
 def lstm_buffer_size(p: dict) -> int:
@@ -60,7 +59,7 @@ def lower(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
         "cmsis_nn_lstm_params", time_major=int(p["time_major"]), batch_size=batch, time_steps=time, input_size=n_in,
         hidden_size=cells, input_offset=-p["input_zero_point"], forget_to_cell_multiplier=fm,
         forget_to_cell_shift=fs, input_to_cell_multiplier=im, input_to_cell_shift=ins,
-        cell_clip=p["cell_clip"] or NO_CLIP, cell_scale_power=p["cell_scale_power"], output_multiplier=om,
+        cell_clip=p["cell_clip"], cell_scale_power=p["cell_scale_power"], output_multiplier=om,
         output_shift=os, output_offset=p["hidden_zero_point"], **gates), slices=slices)
     size = lstm_buffer_size(p)
     buffers = Const(f"{scope}.buffers", *cmsis_api.struct_const(

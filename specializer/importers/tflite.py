@@ -42,7 +42,8 @@ def build_layer(g: GraphRecord, op: OpRecord, weights: dict) -> Layer:
     x = c.tensor(DATA_INPUT.get(op.name, 0))
     if x is None or x.data is not None:
         raise c.refuse("its data input is a constant")
-    ops = {"INT8": {**tflite_int8.OPS, **tflite_int8_activations.OPS, **tflite_int8_recurrent.OPS}, "FLOAT32": tflite_float.OPS}.get(x.type)
+    int8_ops = {**tflite_int8.OPS, **tflite_int8_activations.OPS, **tflite_int8_recurrent.OPS}
+    ops = {"INT8": int8_ops, "FLOAT32": tflite_float.OPS}.get(x.type)
     if ops is None:
         raise c.refuse(f"input type {x.type} (the reader takes INT8 and FLOAT32)")
     if op.name not in ops:

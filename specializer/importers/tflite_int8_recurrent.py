@@ -31,13 +31,12 @@ def _f32(a: float, b: float, c: float) -> float:
     return float(np.float32(np.float32(a) * np.float32(b)) / np.float32(c))
 
 
-def _constant(c: OpContext, k: int, what: str, dtype: str, rank: int) -> TensorRecord:
+def _constant(c: OpContext, k: int, what: str, dtype: str, rank: int, why: str = "") -> TensorRecord:
     t = c.tensor(k)
     if t is None:
         raise c.refuse(f"has no {what} (input {k})")
     if t.type != dtype:
-        raise c.refuse(f"{what} (tensor {t.index}) is {t.type}; the reader takes {dtype}"
-                       + (" (int8 time weights, arm_svdf_s8, are not supported)" if k == 2 else ""))
+        raise c.refuse(f"{what} (tensor {t.index}) is {t.type}; the reader takes {dtype}{why}")
     if len(t.shape) != rank:
         raise c.refuse(f"{what} (tensor {t.index}) is {len(t.shape)}-D {list(t.shape)}, not {rank}-D")
     return t
@@ -49,7 +48,7 @@ def svdf(c: OpContext, x: TensorRecord) -> Layer:
         raise c.refuse(f"input {list(x.shape)} is not [batch, input size]")
     batch, n_in = x.shape
     wf = _constant(c, 1, "feature weights", "INT8", 2)
-    wt = _constant(c, 2, "time weights", "INT16", 2)
+    wt = _constant(c, 2, "time weights", "INT16", 2, " (int8 time weights, arm_svdf_s8, are not supported)")
     filters, memory = wt.shape
     rank = int(c.options["rank"])
     if wf.shape != (filters, n_in) or rank < 1 or filters % rank:
@@ -84,6 +83,7 @@ def svdf(c: OpContext, x: TensorRecord) -> Layer:
     return c.layer(x, tuple(names), p, lambda a, w, t, s, b=None: blocks.svdf(a, w, t, b, s, p)[0])
 
 
+CELL_POWERS = (-30, 15)  # cell state scales 2**p the reader takes
 GATE_SCALE, GATE_OUT_SCALE = 2.0 ** -12, 2.0 ** -15  # TFLite Micro's int16 gate scales (Q3.12, Q0.15)
 # TFLite's inputs: input-to-{input, forget, cell, output} weights 1-4, recurrent 5-8, peepholes
 # 9-11, gate biases 12-15, projection 16-17, hidden and cell state 18-19, layer norms 20-23;
@@ -108,6 +108,8 @@ def lstm(c: OpContext, x: TensorRecord) -> Layer:
     for k, what in _ABSENT.items():
         if c.tensor(k) is not None:
             raise c.refuse(f"has {what} weights (input {k}); TFLite Micro's LSTM takes none")
+    if c.options["diagonalRecurrentTensors"]:
+        raise c.refuse("diagonal recurrent weights (version 4) are not supported")
     time_major = bool(c.options["timeMajor"])
     act = ACTIVATION_NAMES.get(c.options["fusedActivationFunction"])
     if act != "TANH":
@@ -128,6 +130,8 @@ def lstm(c: OpContext, x: TensorRecord) -> Layer:
     power = int(np.round(np.log2(cell_s)))
     if cell_zp != 0 or cell_s != 2.0 ** power:
         raise c.refuse(f"cell state scale {cell_s} / zero point {cell_zp}: TFLite Micro takes a power of two and 0")
+    if not CELL_POWERS[0] <= power <= CELL_POWERS[1]:  # the int16 tanh's input shift stays in an int32
+        raise c.refuse(f"cell state scale 2**{power} is outside 2**{CELL_POWERS[0]}..2**{CELL_POWERS[1]}")
     if c.out.shape != x.shape[:2] + (cells,):
         raise c.refuse(f"output {list(c.out.shape)} is not {list(x.shape[:2] + (cells,))}")
     names, gates = [], []
@@ -149,6 +153,8 @@ def lstm(c: OpContext, x: TensorRecord) -> Layer:
                      + _fc_multiplier(h_s, per_tensor(c, wh, "recurrent weights")[0]))
     clip = float(c.options["cellClip"])
     quantized_clip = int(min(max(float(clip) / float(cell_s), -32768.0), 32767.0)) if clip > 0 else 0
+    if clip > 0 and quantized_clip == 0:  # TFLite Micro would hold the cell at 0
+        raise c.refuse(f"cell clip {clip:g} is below the cell state's scale {cell_s:g}")
     p = LstmParams(batch=batch, time=time, input_size=n_in, cells=cells, time_major=time_major,
                    input_zero_point=in_zp, hidden_zero_point=h_zp, gates=tuple(gates),
                    forget_mul=_mul_multiplier(GATE_OUT_SCALE, cell_s, cell_s),

@@ -291,7 +291,6 @@ class MeanParams(_Block):
                           shift - k, output_zero_point)
 
 
-
 @dataclass(frozen=True)
 class SvdfParams(_Block):
     """arm_svdf_state_s16_s8 (TFLite's int8 SVDF with an int16 state and int16 time weights):
@@ -381,6 +380,8 @@ class LstmParams(_Block):
                 raise ValueError(f"{self.op}: zero point {z} is outside int8")
         if not 0 <= self.cell_clip <= 32767:
             raise ValueError(f"{self.op}: cell clip {self.cell_clip} is not in [0, 32767]")
+        if not -30 <= self.cell_scale_power <= 15:
+            raise ValueError(f"{self.op}: cell scale 2**{self.cell_scale_power} is outside 2**-30..2**15")
 
     @property
     def input_shape(self) -> tuple[int, int, int]:

@@ -130,7 +130,9 @@ def cmsis_nn(lines: list[str]) -> int:
             values = irtext.array_elements(line[g.init_at:], "i32")
             if values and all(v.lstrip("-").isdigit() for v in values):
                 ints[g.name] = tuple(map(int, values))
-        elif g and g.kind == "constant" and g.type.startswith("{ i32"):  # a struct: its int32 fields in order
+        elif g and g.kind == "constant" and g.type.startswith("{ i32"):
+            # a struct beginning with int32 fields: those first, in order (the i32 offsets inside
+            # its pointer fields' getelementptrs follow them; nothing reads that far)
             ints[g.name] = tuple(int(v) for v in re.findall(r"\bi32 (-?\d+)", line[g.init_at:]))
     total = 0
     for call in direct_calls(lines, tuple(CMSIS_NN)):
