@@ -9,7 +9,8 @@ opcode index out of range; a weight buffer shorter and longer than its shape nee
 shape that does not fit its conv, a filter of the wrong rank; an int8 input and filter without quantization; a zero,
 negative and NaN scale; a zero point outside int8; per-channel scales not one per channel, a
 zero point count not the scale count, a quantized dimension outside the shape; an operator
-version TFLite does not define (CONV_2D, FULLY_CONNECTED); no subgraph. For .onnx: bytes that
+version TFLite does not define (CONV_2D, FULLY_CONNECTED); no subgraph; an SVDF state of the
+wrong shape, an SVDF without its options, an LSTM of 20 inputs, LSTM weights of the wrong rank. For .onnx: bytes that
 are no protobuf and a cut one; an initializer whose raw data is shorter and longer than its
 dims; a node input that names no value, and one written by a later node; no graph output, and
 one no node writes; a filter that does not fit its Conv; a zero, negative and NaN scale of a
@@ -34,6 +35,8 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 from onnx_models import float_cnn, qdq_cnn
+from test_lstm_s8 import lstm_model
+from test_svdf_s8 import svdf_model
 from test_tflite_import import conv_model, dense_model
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
@@ -152,6 +155,20 @@ TFLITE = {  # case: (the file's bytes, made lazily; its one line)
                               "versions 1-14 of FULLY_CONNECTED)"),
     "no subgraph": (lambda: edit_tflite(setting(lambda m: m, subgraphs=[])),
                     "m.tflite: 0 subgraphs; the reader takes models of one subgraph (no control flow)"),
+    # the recurrent ops (test_svdf_s8.py, test_lstm_s8.py build them): tensor 4 is SVDF's state,
+    # tensor 5 the LSTM's first recurrent weights
+    "svdf state shape": (lambda: edit_tflite(tensor(4, shape=[1, 40]), svdf_model("rank2_odd")),
+                         "m.tflite: operator 0 (SVDF): state [1, 40] is not [batch, filters * memory] = [1, 42]"),
+    "svdf without options": (lambda: edit_tflite(operator(builtinOptions=None, builtinOptionsType=0),
+                                                 svdf_model("rank2_odd")),
+                             "m.tflite: operator 0 (SVDF): has no SVDFOptions"),
+    "lstm inputs": (lambda: edit_tflite(operator(inputs=[*range(9), -1, -1, -1, 9, 10, 11, 12, -1, -1, 13, 14]),
+                                        lstm_model("odd_sizes")),
+                    "m.tflite: operator 0 (UNIDIRECTIONAL_SEQUENCE_LSTM): 20 inputs (TFLite's fully integer LSTM "
+                    "has 24)"),
+    "lstm weights rank": (lambda: edit_tflite(tensor(5, shape=[81]), lstm_model("odd_sizes")),
+                          "m.tflite: operator 0 (UNIDIRECTIONAL_SEQUENCE_LSTM): recurrent weights (tensor 5) is 1-D "
+                          "[81], not 2-D"),
 }
 
 

@@ -279,8 +279,8 @@ def keyword_svdf(seed=0) -> bytes:
     wf = const(rng.integers(-127, 128, (filters, n_in)).astype(np.int8), [WF_SCALE], None, "weights_feature")
     wt = me.Tensor(shape=(filters, memory), dtype=fb.TensorType.INT16, quantization=me.Quantization(WT_SCALE, 0),
                    name="weights_time", data=rng.integers(-20000, 20000, (filters, memory)).astype(np.int16))
-    b = const(rng.integers(-200000, 200000, units).astype(np.int32), [float(np.float32(state_s) * np.float32(WT_SCALE))],
-              None, "bias")
+    bias_s = float(np.float32(state_s) * np.float32(WT_SCALE))
+    b = const(rng.integers(-200000, 200000, units).astype(np.int32), [bias_s], None, "bias")
     state = q16((batch, filters * memory), state_s, "state")
     state.is_variable = True
     h = act8((batch, units), h_s, out_zp, "h")
