@@ -13,7 +13,8 @@ import ctypes
 import jax
 import numpy as np
 import pytest
-from test_cmsis_nn import STRUCT, Activation, Context, Dims, PerTensor, host, nn_call, ptr  # noqa: F401
+from test_cmsis_nn import (STRUCT, Activation, Context, Dims, PerTensor, host, nn_call, ptr,  # noqa: F401
+                           requantize_scalar)
 from test_tflite_import import OP, Tflm, act8, fb, me, model_bytes, operator
 
 from specializer.capture import cmsis_calls_svdf
@@ -81,22 +82,6 @@ def svdf_model(name, seed=0, *, wt_type=fb.TensorType.INT16, state_zp=0, state_d
 
 # ---------------------------------------------------------------- TFLite Micro's kernel, read literally
 
-def mbqm(x: int, m: int, shift: int) -> int:
-    """MultiplyByQuantizedMultiplier (TFLite's double rounding) on Python ints."""
-    left, right = max(shift, 0), max(-shift, 0)
-    a = ((x * (1 << left)) + 2**31) % 2**32 - 2**31
-    if a == m == -2**31:
-        high = 2**31 - 1
-    else:
-        ab = a * m
-        nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
-        q, r = divmod(abs(ab + nudge), 2**31)
-        high = q if ab + nudge >= 0 else -q
-    mask = (1 << right) - 1
-    rem, thr = high & mask, (mask >> 1) + (1 if high < 0 else 0)
-    return (high >> right) + (1 if rem > thr else 0)
-
-
 def wrap32(v: int) -> int:
     return (v + 2**31) % 2**32 - 2**31
 
@@ -112,7 +97,7 @@ def reference(p: SvdfParams, x, wf, wt, bias, state):
             dot = 0
             for i in range(p.input_size):
                 dot = wrap32(dot + int(wf[f, i]) * (int(x[b, i]) - p.input_zero_point))
-            dot = min(max(mbqm(dot, p.feature_multiplier, p.feature_shift), -32768), 32767)
+            dot = min(max(requantize_scalar(dot, p.feature_multiplier, p.feature_shift), -32768), 32767)
             s[b * fm + f * p.memory + p.memory - 1] = dot
         sums = []
         for f in range(p.filters):
@@ -124,7 +109,7 @@ def reference(p: SvdfParams, x, wf, wt, bias, state):
             acc = int(bias[u]) if bias is not None else 0
             for r in range(p.rank):
                 acc = wrap32(acc + sums[u * p.rank + r])
-            v = mbqm(acc, p.output_multiplier, p.output_shift) + p.output_zero_point
+            v = requantize_scalar(acc, p.output_multiplier, p.output_shift) + p.output_zero_point
             out[b, u] = min(max(v, -128), 127)
     return out, np.array(s, np.int16).reshape(p.state_shape)
 
