@@ -23,6 +23,10 @@ def cases():
            dw_case(rng, 1, 7, 6, 7, 1, 5, 3, pad=((2, 2), (1, 1))),
            dw_case(rng, 1, 5, 9, 3, 1, 2, 4, pad=((0, 1), (1, 2))),  # even width: as many odd pairs as even
            dw_case(rng, 1, 4, 6, 4, 1, 1, 1),
+           dw_case(rng, 1, 3, 9, 3, 1, 2, 2, pad=((0, 1), (0, 0))),  # a 2-wide row: one pair, both outputs
+           dw_case(rng, 1, 3, 9, 3, 1, 1, 1, stride=(2, 2)),  # a 1-wide row at stride 2: (w0, 0)
+           dw_case(rng, 1, 2, 17, 2, 1, 1, 13, pad=((0, 0), (6, 6))),  # the widest four-output step
+           dw_case(rng, 1, 2, 16, 2, 1, 2, 14, pad=((0, 1), (6, 7))),  # even and too wide: two outputs a step
            dw_case(rng, 1, 6, 6, 4, 1, 3, 3, bias=False),
            dw_case(rng, 1, 3, 11, 3, 1, 1, 7, pad=((0, 0), (3, 3))),  # four outputs a step, 5 input pairs a row
            dw_case(rng, 1, 2, 18, 2, 1, 1, 15, pad=((0, 0), (7, 7)))]  # 9 pairs a row: two outputs a step
@@ -84,10 +88,10 @@ def test_dwconv_mult_s8_matches_cmsis_nn_on_cortex_m4(tmp_path):
 
 
 def test_weights_are_pairs_per_row_and_the_offset_is_folded():
-    # one channel, 1 row of 3 taps, stride 1: even pairs (w0,w1),(w2,0), odd pair (w1,w2)
+    # one channel, 1 row of 3 taps, stride 1: the even pair (w0,w1), the odd pair (w1,w2)
     shape = rd.Shape(1, 4, 1, 1, 3, 1, 1, 0, 1, 1, 4)
     a = rd.arguments(shape, np.array([3, -5, 7]), [100], [1 << 30], [-2], in_off=128, out_off=-4, act=(-128, 127))
-    assert a.fast and a.weights.tolist() == [6, -10, 14, 0, -10, 14]  # doubled for the fast form
+    assert a.fast and a.weights.tolist() == [6, -10, -10, 14]  # doubled for the fast form
     assert a.rq[0] == 2 * (100 + 128 * (3 - 5 + 7))  # 2 * (bias + input_offset * sum(w))
     assert a.rq[2:] == [2 + (-4 << 2), 2]  # K = 2^(rs-1) + out_offset * 2^rs, rs
     assert a.pad_value == -128 and shape.plane() == (1, 6)

@@ -38,9 +38,9 @@ def test_constant_depthwise_calls_the_kernel_with_pairs_and_folded_bias():
                         "i32 1, i32 1, i32 3, i32 1, i32 1, i32 0, i32 1, i32 1, i32 4, i32 1, i32 6, i32 -128, "
                         "i32 1, i32 -4, i32 -128, i32 127)")
     assert "@arm_depthwise_conv_3x3_s8(" in calls[1]  # a mutable bias: left alone
-    # weights doubled (fast form): (w0,w1), (w2,0), then (w1,w2); bias 2 * (100 + 128 * 5); K, rs
-    assert "@libjit.dwconv.0.w16 = internal unnamed_addr constant [6 x i16] [i16 6, i16 -10, i16 14, i16 0, " \
-           "i16 -10, i16 14], align 4" in text
+    # weights doubled (fast form): (w0,w1), then (w1,w2); bias 2 * (100 + 128 * 5); K, rs
+    assert "@libjit.dwconv.0.w16 = internal unnamed_addr constant [4 x i16] [i16 6, i16 -10, i16 -10, i16 14], " \
+           "align 4" in text
     assert "@libjit.dwconv.0.rq = internal unnamed_addr constant [4 x i32] [i32 1480, i32 1073741824, " \
            "i32 -14, i32 2], align 4" in text
     assert "@libjit.dwconv.plane = internal global [6 x i16] zeroinitializer, align 4" in text
@@ -90,11 +90,11 @@ def test_a_channel_multiplier_calls_the_mult_kernel_with_pairs_per_output_channe
                         "i32 1, i32 1, i32 3, i32 1, i32 1, i32 0, i32 1, i32 1, i32 4, i32 1, i32 6, i32 -128, "
                         "i32 1, i32 -4, i32 -128, i32 127, i32 2)")
     # per output channel, doubled: taps (3,-5,7) then (1,2,-1); biases 2 * (b + 128 * sum(w))
-    assert "@libjit.dwconv.0.w16 = internal unnamed_addr constant [12 x i16] [i16 6, i16 -10, i16 14, i16 0, " \
-           "i16 -10, i16 14, i16 2, i16 4, i16 -2, i16 0, i16 4, i16 -2], align 4" in text
+    assert "@libjit.dwconv.0.w16 = internal unnamed_addr constant [8 x i16] [i16 6, i16 -10, i16 -10, i16 14, " \
+           "i16 2, i16 4, i16 4, i16 -2], align 4" in text
     assert "@libjit.dwconv.0.rq = internal unnamed_addr constant [8 x i32] [i32 1480, i32 1073741824, " \
            "i32 -14, i32 2, i32 412, i32 1073741824, i32 -14, i32 2], align 4" in text
     assert "declare i32 @libjit_dwconv_mult_s8(" + "ptr, " * 5 + ", ".join(["i32"] * 19) + ")" in text
     assert "declare i32 @libjit_dwconv_s8(" not in text
     assert [n.kernel for n in notes] == ["libjit_dwconv_mult_s8", ""]
-    assert "weights as int16 SMLAD pairs 6 -> 24 bytes" in notes[0].log_line()
+    assert "weights as int16 SMLAD pairs 6 -> 16 bytes" in notes[0].log_line()

@@ -81,19 +81,18 @@ class Shape:
         return KERNEL if self.mult == 1 else MULT_KERNEL
 
     @property
-    def pairs(self) -> tuple[int, int]:
-        """(pairs for an even output column, pairs for its odd neighbour) per filter row."""
-        return (self.kw + 1) // 2, (self.kw // 2 if self.stride_w == 1 else 0)
+    def row_words(self) -> int:
+        """int16 pairs per filter row (libkernels/dwconv_row_s8.h): stride 1, kw - 1 (kw/2 even and
+        (kw-1)/2 odd pairs; 1 for kw 1); stride 2, (kw+1)/2."""
+        return max(self.kw - 1, 1) if self.stride_w == 1 else (self.kw + 1) // 2
 
     def plane(self) -> tuple[int, int]:
         """(rows, columns) of the padded int16 plane: every tap the kernel reads, and the input
         inside its padding; columns even so each row starts on a word."""
-        jw, jv = self.pairs
-        if self.stride_w == 1:
-            last_even = (self.out_w - 1) & ~1
-            cols = last_even + 2 * max(jw, jv + 1)
+        if self.stride_w == 1:  # an even column's output and its odd neighbour read kw/2 + 1 words
+            cols = ((self.out_w - 1) & ~1) + 2 * (self.kw // 2 + 1)
         else:
-            cols = (self.out_w - 1) * self.stride_w + 2 * jw
+            cols = (self.out_w - 1) * self.stride_w + 2 * ((self.kw + 1) // 2)
         cols = max(cols, self.pad_left + self.in_w)
         rows = max((self.out_h - 1) * self.stride_h + self.kh, self.pad_top + self.in_h)
         return rows, cols + (cols & 1)
@@ -145,14 +144,16 @@ def _read(g: int8_layout.Globals, args: list[str]) -> Args | str:
 
 
 def _pairs(w: np.ndarray, s: Shape) -> np.ndarray:
-    """[kh][kw][out_c] int8 -> per output channel, per row: jw pairs (w0,w1),(w2,w3),.. then jv pairs
-    (w1,w2),(w3,w4),.. (libkernels/dwconv_s8.c); a tap past the filter's width is 0."""
-    jw, jv = s.pairs
-    padded = np.zeros((s.kh, 2 * jw + 2, s.out_c), np.int32)
+    """[kh][kw][out_c] int8 -> per output channel, per filter row, the int16 pairs the kernel's SMLADs
+    read (libkernels/dwconv_row_s8.h): stride 1, (w0,w1),(w2,w3),.. then (w1,w2),(w3,w4),.. (kw 1:
+    (w0,0)); stride 2, (w0,w1),(w2,w3),.. with a tap past the filter's width 0."""
+    padded = np.zeros((s.kh, s.kw + 2, s.out_c), np.int32)
     padded[:, :s.kw] = w
-    even = padded[:, :2 * jw]  # taps 0..2jw-1
-    odd = padded[:, 1:1 + 2 * jv]  # taps 1..2jv
-    rows = np.concatenate([even, odd], axis=1)  # [kh][2(jw+jv)][ch]
+    if s.stride_w == 1 and s.kw > 1:
+        even, odd = padded[:, :2 * (s.kw // 2)], padded[:, 1:1 + 2 * ((s.kw - 1) // 2)]
+        rows = np.concatenate([even, odd], axis=1)  # [kh][2(kw-1)][ch]
+    else:
+        rows = padded[:, :2 * s.row_words]
     return rows.transpose(2, 0, 1).reshape(-1).astype(np.int16)
 
 

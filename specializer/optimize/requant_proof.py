@@ -5,17 +5,19 @@ multiply-add, reassembling bit 31 up, then a rounding division by 2^rs with a ma
 and a sign test. For shift = -rs <= -1 the same value is
 
     t = (2*acc * m + 2^31) >> 32                       SMMULR of the doubled accumulator
-    out = (t + (t >> 31) + K) >> rs                    K = 2^(rs-1) + out_offset * 2^rs
+    out = (t + (acc >> 31) + K) >> rs                  K = 2^(rs-1) + out_offset * 2^rs
 
 because (2*acc*m + 2^31) >> 32 == (acc*m + 2^30) >> 31, and the division's ties-away-from-zero
 rounding adds 2^(rs-1) for t >= 0 and 2^(rs-1) - 1 for t < 0 before flooring; the output offset,
-a multiple of 2^rs, goes into the same constant. The kernel gets 2*acc for free by reading
+a multiple of 2^rs, goes into the same constant. The sign step reads the accumulator's sign, not t's: with m >= 0
+they differ only where t = 0 > acc, and there (K - 1) >> rs == K >> rs (rs >= 1), so the kernel
+needs one SMMLAR (t + K) and no second multiply for t's sign. The kernel gets 2*acc for free by reading
 doubled weights and bias. Valid while 2*acc stays an int32 and t + K cannot overflow: `fast_form`
 checks both over every accumulator value the channel can produce (an interval computed from its
 weights and the int8 input range) and returns None where they do not hold, or where the shift is
 not negative; the call then keeps arm_nn_requantize.
 
-The sign step (t >> 31) only matters for t < 0, where it lowers the output by at most one; there
+The sign step only matters for t < 0, where it lowers the output by at most one; there
 (t + K) >> rs is at most out_offset (K = 2^(rs-1) + out_offset * 2^rs, t <= -1), so when the
 clamp's lower bound is out_offset or above (a fused ReLU) both land on act_min and the kernels
 leave the step out (`sign_step_needed`).
@@ -71,7 +73,7 @@ def evaluate(acc: np.ndarray, form: Fast, sign_step: bool = True) -> np.ndarray:
     """The fast form as the kernel computes it, on an accumulator without the bias."""
     a2 = 2 * acc.astype(np.int64) + form.bias2
     t = (a2 * form.multiplier + (1 << 31)) >> 32
-    return (t + ((t >> 63) if sign_step else 0) + form.k) >> form.rs
+    return (t + ((a2 >> 63) if sign_step else 0) + form.k) >> form.rs
 
 
 def sign_step_needed(out_offset: int, act: tuple[int, int]) -> bool:
