@@ -187,3 +187,20 @@ def test_s32_dots_run_on_qemu_and_match_jax(tmp_path):
     assert row.status == "pass"
     for g, t in zip(read_outputs(result.stdout, c.manifest), c.manifest.outputs):
         np.testing.assert_array_equal(g, t.array())
+
+
+def test_llvm_exp_is_renamed_to_libjits_exp_when_a_model_is_loaded():
+    from specializer.capture import intrinsics
+
+    text = ("define float @f(float %x) {\n  %y = call float @llvm.exp.f32(float %x)\n"
+            "  %v = call <2 x float> @llvm.exp.v2f32(<2 x float> zeroinitializer)\n  ret float %y\n}\n"
+            "declare float @llvm.exp.f32(float) #1\ndeclare <2 x float> @llvm.exp.v2f32(<2 x float>) #1\n")
+    got = intrinsics.own_exp(text)
+    assert "@llvm.exp" not in got
+    assert "  %y = call float @xla.exp.f32(float %x)" in got
+    assert got.count("declare float @xla.exp.f32(float)") == 1  # the renamed one, no second
+    assert "define linkonce_odr <2 x float> @xla.exp.v2f32(<2 x float> %x) {" in got  # two scalar calls
+    # a module that declares xla.exp.f32 already keeps one declaration
+    both = text.replace("declare <2 x float>", "declare float @xla.exp.f32(float)\ndeclare <2 x float>")
+    assert intrinsics.own_exp(both).count("@xla.exp.f32(float)\n") == 1
+    assert intrinsics.own_exp("define void @g() {\n  ret void\n}\n") == "define void @g() {\n  ret void\n}\n"

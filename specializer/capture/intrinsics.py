@@ -4,6 +4,10 @@
   is N calls of the scalar `xla.F.f32` that libjit provides (libkernels/xla_math.c).
 - `xla.fptrunc.f32.to.bf16` (and its vector forms): f32 -> bfloat16 rounded to nearest even, a
   NaN kept quiet, as XLA defines it; integer arithmetic, so no compiler-rt helper is needed.
+
+`own_exp` renames `llvm.exp.f32` (XLA's exp and its logistic's, which the ARM backend would turn
+into newlib's expf, about 100-118 est. cycles) to `xla.exp.f32`, libjit's polynomial (about 40,
+within 1 ulp: libkernels/xla_math.c), when a model is loaded, so every variant calls the same exp.
 """
 
 from __future__ import annotations
@@ -16,6 +20,24 @@ FPTRUNC = "xla.fptrunc.f32.to.bf16"
 # Symbols this module defines whenever a kernel declares them (the capture check counts them).
 VECTOR_NAME = re.compile(r"^xla\.(\w+)\.v\d+f32$")
 FPTRUNC_NAME = re.compile(r"^xla\.fptrunc\.(v\d+)?f32\.to\.(v\d+)?bf16$")
+
+
+_LLVM_EXP = re.compile(r"@llvm\.exp\.((?:v\d+)?f32)\b")
+
+
+def own_exp(module_text: str) -> str:
+    """`module_text` with its `llvm.exp.f32` (and vector forms) called as `xla.exp.f32`, a
+    declaration of a name already declared dropped; vector forms get their wrappers (append_to)."""
+    if "@llvm.exp." not in module_text:
+        return module_text
+    declared = set(irtext.declared(module_text))
+    out = []
+    for line in module_text.split("\n"):
+        renamed = _LLVM_EXP.sub(r"@xla.exp.\1", line)
+        if renamed != line and irtext.declare_name(line) and irtext.declare_name(renamed) in declared:
+            continue  # the module declares xla.exp.* already
+        out.append(renamed)
+    return append_to("\n".join(out))
 
 
 def _fptrunc_scalar() -> list[str]:
