@@ -86,7 +86,7 @@ def load(path: Path) -> Model:
 
 def _thumb_module(path: Path, text: str) -> Model:
     text = _without_asm(path, text)  # DSP asm -> intrinsics before the checks that refuse asm
-    text = intrinsics.own_exp(text)  # every exp on libjit's (intrinsics.py)
+    text = intrinsics.libjit_math(text)  # every exp on libjit's (intrinsics.py)
     mod = _parse(text, str(path))  # syntax errors first, as file:line:col
     json_path = manifest_path(path)
     if json_path.is_file():
@@ -122,7 +122,7 @@ def _without_asm(path: Path, text: str) -> str:
 
 def _xla_kernels(path: Path, text: str) -> Model:
     text = fminmax.lower(retarget(normalize(text)))
-    text = intrinsics.own_exp(intrinsics.append_to(text))
+    text = intrinsics.libjit_math(intrinsics.append_to(text))
     entries = _external_functions(_parse(text, str(path)), kernels_only=True)
     if not entries:
         raise UserError(f"{path}: no entry point: no XLA kernel (ptr @kernel(ptr %frame)) defined")

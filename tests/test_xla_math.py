@@ -195,12 +195,21 @@ def test_llvm_exp_is_renamed_to_libjits_exp_when_a_model_is_loaded():
     text = ("define float @f(float %x) {\n  %y = call float @llvm.exp.f32(float %x)\n"
             "  %v = call <2 x float> @llvm.exp.v2f32(<2 x float> zeroinitializer)\n  ret float %y\n}\n"
             "declare float @llvm.exp.f32(float) #1\ndeclare <2 x float> @llvm.exp.v2f32(<2 x float>) #1\n")
-    got = intrinsics.own_exp(text)
+    got = intrinsics.libjit_math(text)
     assert "@llvm.exp" not in got
     assert "  %y = call float @xla.exp.f32(float %x)" in got
     assert got.count("declare float @xla.exp.f32(float)") == 1  # the renamed one, no second
     assert "define linkonce_odr <2 x float> @xla.exp.v2f32(<2 x float> %x) {" in got  # two scalar calls
     # a module that declares xla.exp.f32 already keeps one declaration
     both = text.replace("declare <2 x float>", "declare float @xla.exp.f32(float)\ndeclare <2 x float>")
-    assert intrinsics.own_exp(both).count("@xla.exp.f32(float)\n") == 1
-    assert intrinsics.own_exp("define void @g() {\n  ret void\n}\n") == "define void @g() {\n  ret void\n}\n"
+    assert intrinsics.libjit_math(both).count("declare float @xla.exp.f32(float)") == 1
+    assert intrinsics.libjit_math("define void @g() {\n  ret void\n}\n") == "define void @g() {\n  ret void\n}\n"
+
+
+def test_xlas_math_declarations_become_nounwind():
+    from specializer.capture import intrinsics
+
+    # libjit's C functions do not unwind; declared so, their callers need no unwind tables (which
+    # pulled ARM's unwinder into the separate variant's flash)
+    got = intrinsics.libjit_math("declare float @xla.tanh.f32(float)\ndeclare float @xla.erf.f32(float) #0\n")
+    assert got == "declare float @xla.tanh.f32(float) nounwind\ndeclare float @xla.erf.f32(float) #0\n"

@@ -5,9 +5,13 @@
 - `xla.fptrunc.f32.to.bf16` (and its vector forms): f32 -> bfloat16 rounded to nearest even, a
   NaN kept quiet, as XLA defines it; integer arithmetic, so no compiler-rt helper is needed.
 
-`own_exp` renames `llvm.exp.f32` (XLA's exp and its logistic's, which the ARM backend would turn
+`libjit_math` renames `llvm.exp.f32` (XLA's exp and its logistic's, which the ARM backend would turn
 into newlib's expf, about 100-118 est. cycles) to `xla.exp.f32`, libjit's polynomial (about 40,
 within 1 ulp: libkernels/xla_math.c), when a model is loaded, so every variant calls the same exp.
+It also declares every scalar `xla.F.f32` nounwind (libjit's C functions are): XLA declares them
+without attributes, and a call of a function that may unwind gives its caller an unwind table
+entry with a personality routine, which pulled ARM's unwinder (about 3 KB) into the separate
+variant's flash.
 """
 
 from __future__ import annotations
@@ -25,10 +29,14 @@ FPTRUNC_NAME = re.compile(r"^xla\.fptrunc\.(v\d+)?f32\.to\.(v\d+)?bf16$")
 _LLVM_EXP = re.compile(r"@llvm\.exp\.((?:v\d+)?f32)\b")
 
 
-def own_exp(module_text: str) -> str:
+_SCALAR_NAME = re.compile(r"^xla\.\w+\.f32$")
+
+
+def libjit_math(module_text: str) -> str:
     """`module_text` with its `llvm.exp.f32` (and vector forms) called as `xla.exp.f32`, a
-    declaration of a name already declared dropped; vector forms get their wrappers (append_to)."""
-    if "@llvm.exp." not in module_text:
+    declaration of a name already declared dropped, vector forms given their wrappers (append_to)
+    and the scalar math functions declared nounwind (the module docstring)."""
+    if "@llvm.exp." not in module_text and "@xla." not in module_text:
         return module_text
     declared = set(irtext.declared(module_text))
     out = []
@@ -37,7 +45,15 @@ def own_exp(module_text: str) -> str:
         if renamed != line and irtext.declare_name(line) and irtext.declare_name(renamed) in declared:
             continue  # the module declares xla.exp.* already
         out.append(renamed)
-    return append_to("\n".join(out))
+    return "\n".join(_nounwind(ln) for ln in append_to("\n".join(out)).split("\n"))
+
+
+def _nounwind(line: str) -> str:
+    """A declaration of a scalar xla.F.f32 without attributes, declared nounwind."""
+    name = irtext.declare_name(line)
+    if name and _SCALAR_NAME.match(name) and line.rstrip().endswith(")"):
+        return line.rstrip() + " nounwind"
+    return line
 
 
 def _fptrunc_scalar() -> list[str]:
