@@ -86,8 +86,8 @@ def load(path: Path) -> Model:
 
 def _thumb_module(path: Path, text: str) -> Model:
     text = _without_asm(path, text)  # DSP asm -> intrinsics before the checks that refuse asm
+    mod = _parse(text, str(path))  # syntax errors first, as file:line:col of the user's file
     text = intrinsics.libjit_math(text)  # every exp on libjit's (intrinsics.py)
-    mod = _parse(text, str(path))  # syntax errors first, as file:line:col
     json_path = manifest_path(path)
     if json_path.is_file():
         manifest = Manifest.load(json_path)

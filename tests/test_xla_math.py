@@ -213,3 +213,21 @@ def test_xlas_math_declarations_become_nounwind():
     # pulled ARM's unwinder into the separate variant's flash)
     got = intrinsics.libjit_math("declare float @xla.tanh.f32(float)\ndeclare float @xla.erf.f32(float) #0\n")
     assert got == "declare float @xla.tanh.f32(float) nounwind\ndeclare float @xla.erf.f32(float) #0\n"
+
+
+def test_a_wrapper_the_module_has_already_is_not_defined_again():
+    import llvmlite.binding as llvm
+
+    from specializer.capture import intrinsics
+
+    # XLA's own vector exp beside LLVM's: one wrapper, one scalar declaration, and the result parses
+    text = ("define <4 x float> @f(<4 x float> %x) {\n"
+            "  %a = call <4 x float> @xla.exp.v4f32(<4 x float> %x)\n"
+            "  %b = call <4 x float> @llvm.exp.v4f32(<4 x float> %a)\n  ret <4 x float> %b\n}\n"
+            "declare <4 x float> @xla.exp.v4f32(<4 x float>)\ndeclare <4 x float> @llvm.exp.v4f32(<4 x float>) #1\n"
+            "attributes #1 = { nounwind }\n")
+    for got in (intrinsics.libjit_math(text), intrinsics.libjit_math(intrinsics.append_to(text))):
+        assert got.count("define linkonce_odr <4 x float> @xla.exp.v4f32(") == 1
+        assert "declare <4 x float> @xla.exp.v4f32" not in got
+        assert got.count("declare float @xla.exp.f32(float)") == 1
+        llvm.parse_assembly(got).verify()

@@ -34,16 +34,16 @@ _SCALAR_NAME = re.compile(r"^xla\.\w+\.f32$")
 
 def libjit_math(module_text: str) -> str:
     """`module_text` with its `llvm.exp.f32` (and vector forms) called as `xla.exp.f32`, a
-    declaration of a name already declared dropped, vector forms given their wrappers (append_to)
+    declaration of a name already declared or defined dropped, vector forms given their wrappers (append_to)
     and the scalar math functions declared nounwind (the module docstring)."""
     if "@llvm.exp." not in module_text and "@xla." not in module_text:
         return module_text
-    declared = set(irtext.declared(module_text))
+    known = set(irtext.declared(module_text)) | set(irtext.defined(module_text))
     out = []
     for line in module_text.split("\n"):
         renamed = _LLVM_EXP.sub(r"@xla.exp.\1", line)
-        if renamed != line and irtext.declare_name(line) and irtext.declare_name(renamed) in declared:
-            continue  # the module declares xla.exp.* already
+        if renamed != line and irtext.declare_name(line) and irtext.declare_name(renamed) in known:
+            continue  # the module declares or defines xla.exp.* already (a wrapper: no second one)
         out.append(renamed)
     return "\n".join(_nounwind(ln) for ln in append_to("\n".join(out)).split("\n"))
 

@@ -7,7 +7,8 @@ parameters are constant globals, with batch 1, dilation 1 and a horizontal strid
 output channels), with:
 
 * the weights as int16 pairs per output channel and filter row, in the order the kernel's SMLADs read
-  them (a new constant global, twice the int8 weight's bytes, a little more for odd widths);
+  them (a new constant global: kw - 1 int16 pairs per filter row of kw taps at stride 1 (1 for kw 1), (kw+1)/2
+  at stride 2);
 * the bias with ``input_offset * sum(the channel's weights)`` folded in, so the kernel adds no
   offset per tap: its padded plane holds the input zero point where CMSIS-NN skips a tap, which
   then adds ``(zero point + input_offset) * w = 0`` as CMSIS-NN's skipped tap does;
