@@ -122,7 +122,7 @@ def _without_asm(path: Path, text: str) -> str:
 
 def _xla_kernels(path: Path, text: str) -> Model:
     text = fminmax.lower(retarget(normalize(text)))
-    text = intrinsics.libjit_math(intrinsics.append_to(text))
+    text = intrinsics.libjit_math(text)  # the wrappers (append_to) and libjit's exp
     entries = _external_functions(_parse(text, str(path)), kernels_only=True)
     if not entries:
         raise UserError(f"{path}: no entry point: no XLA kernel (ptr @kernel(ptr %frame)) defined")

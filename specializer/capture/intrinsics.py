@@ -6,7 +6,7 @@
   NaN kept quiet, as XLA defines it; integer arithmetic, so no compiler-rt helper is needed.
 
 `libjit_math` renames `llvm.exp.f32` (XLA's exp and its logistic's, which the ARM backend would turn
-into newlib's expf, about 100-118 est. cycles) to `xla.exp.f32`, libjit's polynomial (about 40,
+into newlib's expf, about 100-118 est. cycles) to `xla.exp.f32`, libjit's polynomial (about 67,
 within 1 ulp: libkernels/xla_math.c), when a model is loaded, so every variant calls the same exp.
 It also declares every scalar `xla.F.f32` nounwind (libjit's C functions are): XLA declares them
 without attributes, and a call of a function that may unwind gives its caller an unwind table
@@ -27,16 +27,14 @@ FPTRUNC_NAME = re.compile(r"^xla\.fptrunc\.(v\d+)?f32\.to\.(v\d+)?bf16$")
 
 
 _LLVM_EXP = re.compile(r"@llvm\.exp\.((?:v\d+)?f32)\b")
-
-
 _SCALAR_NAME = re.compile(r"^xla\.\w+\.f32$")
 
 
 def libjit_math(module_text: str) -> str:
     """`module_text` with its `llvm.exp.f32` (and vector forms) called as `xla.exp.f32`, a
-    declaration of a name already declared or defined dropped, vector forms given their wrappers (append_to)
-    and the scalar math functions declared nounwind (the module docstring)."""
-    if "@llvm.exp." not in module_text and "@xla." not in module_text:
+    declaration of a name already declared or defined dropped, every vector form given its wrapper
+    (append_to) and the scalar math functions declared nounwind (the module docstring)."""
+    if "@llvm.exp." not in module_text and "xla." not in module_text:  # @xla.F or @"xla.F"
         return module_text
     known = set(irtext.declared(module_text)) | set(irtext.defined(module_text))
     out = []
