@@ -6,9 +6,9 @@ fields are the options a comparison's specializing variants are built with (vari
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from specializer.llvm import module, transforms
+from specializer.llvm import module, packweights, transforms
 from specializer.llvm.passes import THRESHOLD_HELP, Pass, option
 from specializer.optimize.callsites import calls_option
 from specializer.optimize.codesizes import code_sizes
@@ -53,7 +53,9 @@ def specialize_rounds(text: str, options: Specialize, shapes: dict | None = None
     and inlining then turn arguments inside the clones into constants (a kernel's own helper
     calls), which round 2 specializes, and so on, for at most `options.rounds` rounds or until
     a round makes no clone. The result's text is the last round's output, before the final
-    constprop and O2."""
+    constprop and O2. The model's float weights go round as bytes (packweights.py)."""
+    packed = packweights.pack(text, shapes or ())
+    text = packed.text
     threshold = options.unroll_threshold
     rounds: list[Specialized] = []
     skip: frozenset = frozenset()
@@ -77,4 +79,5 @@ def specialize_rounds(text: str, options: Specialize, shapes: dict | None = None
         skip = skip | spec.refused_keys()
         if not spec.clones:
             break
-    return merge(rounds)
+    spec = merge(rounds)
+    return replace(spec, text=packweights.unpack(spec.text, packed.typed))

@@ -1,0 +1,89 @@
+"""llvm/packweights.py: float weights as byte strings through LLVM's parse and print, given back
+exactly; what LLVM folds from them is what it folds from the typed form."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from specializer.llvm import module, packweights, transforms
+
+TRIPLE = 'target datalayout = "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64"\n' \
+         'target triple = "thumbv7em-none-unknown-eabihf"\n'
+
+
+def _float_list(values) -> str:
+    return ", ".join("float 0x%016X" % struct.unpack("<Q", struct.pack("<d", float(np.float32(v))))[0]
+                     for v in values)
+
+
+def _module(values, name="w", extra="") -> str:
+    n = len(values)
+    return (TRIPLE + f"@{name} = internal constant [{n} x float] [{_float_list(values)}], align 4\n" + extra
+            + f"define float @get(i32 %i) {{\n  %p = getelementptr inbounds [{n} x float], ptr @{name}, i32 0, i32 %i\n"
+            f"  %v = load float, ptr %p\n  ret float %v\n}}\n"
+            f"define float @third() {{\n  %v = call float @get(i32 3)\n  ret float %v\n}}\n")
+
+
+def _values(n: int) -> np.ndarray:
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=n).astype(np.float32)
+    # bytes LLVM prints specially: a backslash (0x5C), a quote (0x22), printable letters
+    v[0] = np.frombuffer(b"\\\"AZ", np.float32)[0]
+    v[1] = np.frombuffer(b"\\\\\\\\", np.float32)[0]
+    # values LLVM writes in decimal or hex by its own rule (six significant digits exact or not)
+    v[2:14] = [1.0, -0.0, 0.0, 0.0009765625, 1e10, 1234567.0, 123456.0, -46.84375, 2.0 ** -149,
+               np.inf, 3.4028235e38, 0.1]
+    return v
+
+
+def test_packed_weight_round_trips_through_llvm_exactly():
+    text = _module(_values(100))
+    typed = str(module.parse(text, "m.ll"))
+    packed = packweights.pack(text, {"w"})
+    assert set(packed.typed) == {"w"}
+    assert "@w = internal constant [400 x i8] c\"" in packed.text
+    printed = str(module.parse(packed.text, "m.ll"))
+    assert "[400 x i8] c\"" in printed
+    assert packweights.unpack(printed, packed.typed) == typed
+
+
+def test_only_named_large_plain_float_arrays_are_packed():
+    small = _module(_values(63))  # 252 bytes < MIN_BYTES
+    assert packweights.pack(small, {"w"}).typed == {}
+    other = _module(_values(100), name="v")
+    assert packweights.pack(other, {"w"}).typed == {}
+    zeros = TRIPLE + "@w = constant [100 x float] zeroinitializer\n"
+    assert packweights.pack(zeros, {"w"}).text == zeros
+    nested = TRIPLE + ("@w = constant [2 x [64 x float]] [[64 x float] [" + _float_list(_values(64))
+                       + "], [64 x float] zeroinitializer]\n")
+    assert packweights.pack(nested, {"w"}).typed == {}
+    full = TRIPLE + ("@w = constant [2 x [64 x float]] [[64 x float] [" + _float_list(_values(64))
+                     + "], [64 x float] [" + _float_list(-_values(64)) + "]]\n")
+    p = packweights.pack(full, {"w"})
+    assert "[512 x i8] c\"" in p.text
+    assert packweights.unpack(str(module.parse(p.text, "m.ll")), p.typed) == str(module.parse(full, "m.ll"))
+
+
+def test_a_load_folds_to_the_same_constant_from_the_bytes():
+    text = _module(_values(100))
+    outs = []
+    for t in (text, packweights.pack(text, {"w"}).text):
+        mod = module.parse(t, "m.ll")
+        transforms.optimize(mod)
+        outs.append(str(mod.get_function("third")))
+    assert "ret float" in outs[0] and "load" not in outs[0]
+    assert outs[0] == outs[1]
+
+
+def test_changed_bytes_are_an_error_not_a_silent_restore():
+    packed = packweights.pack(_module(_values(100)), {"w"})
+    printed = str(module.parse(packed.text, "p.ll"))
+    at = printed.index('c"') + 2
+    broken = printed[:at] + "\\00" + printed[at + 3:]
+    if broken == printed:
+        broken = printed[:at] + "\\01" + printed[at + 3:]
+    with pytest.raises(ValueError, match="changed its bytes"):
+        packweights.unpack(broken, packed.typed)
