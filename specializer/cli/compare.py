@@ -211,7 +211,7 @@ def _emit(model, a, options) -> int:
         data: str | bytes = o.spec.text
     else:
         mod = o.module
-        data = {"ll": lambda: str(mod), "asm": lambda: emit.emit_assembly(mod),
+        data = {"ll": o.text, "asm": lambda: emit.emit_assembly(mod),
                 "obj": lambda: emit.emit_object(mod)}[a.emit]()
     if not a.output or a.output == "-":
         if isinstance(data, bytes):

@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     a = p.parse_args(argv)
     from specializer import files, inputs
     from specializer.capture.manifest import Manifest
-    from specializer.llvm import irtext, read
+    from specializer.llvm import irtext, module, read
     from specializer.optimize import difftext
     from specializer.optimize.state import BuildContext, BuildState
     from specializer.optimize.variants import Optimized
@@ -64,10 +64,10 @@ def main(argv: list[str]) -> int:
     if a.manifest:
         state.shapes = inputs.tensor_shapes(Manifest.load(Path(a.manifest)))
     s = pipeline.run(steps, state)
+    out = s.typed(str(s.as_module()))  # the weights typed again (packweights.py)
     if a.diff_text:
-        out = difftext.render_module(s.as_module(), difftext.clone_notes(s.spec.sites) if s.spec else None).text()
-    else:
-        out = str(s.as_module())
+        mod = module.parse(out, s.where) if s.packed else s.as_module()
+        out = difftext.render_module(mod, difftext.clone_notes(s.spec.sites) if s.spec else None).text()
     if a.log:
         files.write(Path(a.log), Optimized(s.module, s.linked or "", s.spec, s.relaid, s.zero_weights,
                                            s.aliases, steps).log_text())

@@ -43,7 +43,7 @@ def _dims(ty: str) -> tuple[int, ...]:
     return tuple(int(d) for d in re.findall(r"\[(\d+) x ", ty))
 
 
-def _values(init: str, count: int) -> bytes | None:
+def float_bytes(init: str, count: int) -> bytes | None:
     """The little-endian float32 bytes of a (nested) float array initializer, or None when it is
     not one plain list of `count` floats (a zeroinitializer inside, say)."""
     if "zeroinitializer" in init or "undef" in init or "poison" in init:
@@ -51,21 +51,34 @@ def _values(init: str, count: int) -> bytes | None:
     tokens = _FLOAT.findall(init)
     if len(tokens) != count:
         return None
-    bits = [int(t, 16) if t.startswith("0x") else struct.unpack("<Q", struct.pack("<d", float(t)))[0]
-            for t in tokens]
-    doubles = np.array(bits, np.uint64).view(np.float64)
+    doubles = np.frombuffer(bytes.fromhex("".join(t[2:] if t.startswith("0x") else "0" * 16 for t in tokens)),
+                            ">f8").astype(np.float64)
+    for i, t in enumerate(tokens):
+        if not t.startswith("0x"):
+            doubles[i] = float(t)
     singles = doubles.astype(np.float32)
     if not np.array_equal(singles.astype(np.float64), doubles, equal_nan=True):
         return None  # not a float32 value (cannot be: LLVM prints floats as the doubles they are)
     return singles.astype("<f4").tobytes()
 
 
-def _float_text(v: float) -> str:
-    """A float as LLVM's printer writes it: decimal when six significant digits say it exactly
-    (`1.500000e+00`), else the hex of its double."""
-    if v == v and v not in (float("inf"), float("-inf")) and float("%.5e" % v) == v:
-        return "%.6e" % v
-    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
+def _float_texts(values: np.ndarray) -> list[str]:
+    """Floats as LLVM's printer writes them: decimal when six significant digits say the value
+    exactly (`1.500000e+00`), else the hex of its double (`0x3FB5B0B3E0000000`)."""
+    doubles = values.astype(np.float64)
+    h = doubles.astype(">f8").tobytes().hex().upper()
+    out = ["0x" + h[i:i + 16] for i in range(0, len(h), 16)]
+    # a value d * 10**k with d of at most six digits scales to a whole number below 10**6; the
+    # others (nearly every weight) are left as hex without formatting them in decimal
+    with np.errstate(all="ignore"):
+        mag = np.abs(doubles)
+        scaled = mag * 10.0 ** (5 - np.floor(np.log10(np.where(mag > 0, mag, 1.0))))
+        maybe = np.isfinite(doubles) & ((mag == 0) | (np.abs(scaled - np.round(scaled)) < 1e-3))
+    for i in np.flatnonzero(maybe).tolist():
+        v = float(doubles[i])
+        if float("%.5e" % v) == v:
+            out[i] = "%.6e" % v
+    return out
 
 
 def _array_text(dims: tuple[int, ...], values: np.ndarray) -> str:
@@ -78,7 +91,7 @@ def _init_text(dims: tuple[int, ...], values: np.ndarray) -> str:
     if not values.view(np.uint32).any():
         return "zeroinitializer"
     if len(dims) == 1:
-        return "[" + ", ".join("float " + _float_text(v) for v in values.astype(np.float64).tolist()) + "]"
+        return "[" + ", ".join("float " + t for t in _float_texts(values)) + "]"
     inner = values.reshape(dims[0], -1)
     return "[" + ", ".join(_array_text(dims[1:], row) for row in inner) + "]"
 
@@ -115,9 +128,9 @@ def pack(text: str, names) -> Packed:
         if 4 * math.prod(dims) < MIN_BYTES:
             continue
         init_end = _array_end(line, t.end() + 1)
-        raw = _values(line[t.end() + 1:init_end], math.prod(dims))
-        if raw is None:
-            continue
+        raw = float_bytes(line[t.end() + 1:init_end], math.prod(dims))
+        if raw is None or (raw[-1] == 0 and raw.count(0) == 1):
+            continue  # (bytes that read as a C string go to a mergeable string section: kept typed)
         typed[irtext.unquote(m.group(1))] = (dims, raw)
         lines[i] = f"{line[:t.start()]}[{len(raw)} x i8] {_c_string(raw)}{line[init_end:]}"
     return Packed("\n".join(lines), typed)

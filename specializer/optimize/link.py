@@ -15,7 +15,7 @@ import llvmlite.binding as llvm
 from specializer.errors import UserError
 from specializer.inputs import Model
 from specializer.library import libjit
-from specializer.llvm import irtext, module, transforms
+from specializer.llvm import irtext, module, packweights, transforms
 from specializer.llvm.passes import LINK, Pass, use_list_order
 from specializer.optimize import callsites
 from specializer.optimize.state import BuildContext, BuildState
@@ -40,14 +40,17 @@ class Link(Pass):
     name = "link"
     stage = LINK
     summary = ("number the model's calls (callsites.py), link the model with the libjit bitcode, internalize "
-               "all but the entry and the I/O buffers, drop dead code: the module after it is a build's linked.ll")
+               "all but the entry and the I/O buffers, drop dead code: the module after it is a build's linked.ll "
+               "(the model's float weights carried as bytes from here on, typed in every file: packweights.py)")
 
     def run(self, state: BuildState) -> None:
         text = callsites.number(state.as_text())
         if any(f.startswith("libjit_") for f in irtext.defined(text)):  # else: a cryptic duplicate-symbol error
             raise UserError(f"{state.where}: already linked (it defines libjit's kernels): run only the steps "
                             "after 'link' on it")
-        mod = linked(state.model, state.context, text)
+        packed = packweights.pack(text, state.shapes)
+        mod = linked(state.model, state.context, packed.text)
         with use_list_order():
-            state.linked = str(mod)
+            state.linked = packweights.unpack(str(mod), packed.typed)
+        state.packed = packed.typed
         state.set_module(mod)

@@ -45,7 +45,7 @@ from specializer.llvm.passes import MODEL, Pass, option
 from specializer.optimize import callsites, int8_layout, relayout_conv, relayout_depthwise
 from specializer.optimize.callsites import calls_option
 from specializer.optimize.state import BuildState
-from specializer.llvm import irtext
+from specializer.llvm import irtext, packweights
 from specializer.llvm.irtext import direct_calls, global_arg, quote
 
 MAX_DENSITY = 0.35
@@ -73,12 +73,6 @@ class Relayout:
         return f"{head}): left dense ({self.reason})"
 
 
-def _float(token: str) -> float:
-    if token.startswith("0x"):
-        return struct.unpack(">d", bytes.fromhex(token[2:].rjust(16, "0")))[0]
-    return float(token)
-
-
 def _hex(v: float) -> str:
     return "0x" + struct.pack(">d", float(np.float32(v))).hex().upper()
 
@@ -88,11 +82,11 @@ def weight_values(line: str, count: int) -> np.ndarray | None:
     d = irtext.global_def(line) if line.startswith("@") else None
     if d is None or d.kind != "constant" or d.type != f"[{count} x float]":
         return None
-    items = irtext.array_elements(line[d.init_at:], "float")
-    if items == []:  # zeroinitializer
+    init = line[d.init_at:]
+    if init.startswith("zeroinitializer"):
         return np.zeros(count, np.float32)
-    values = [_float(t) for t in items or []]
-    return np.array(values, np.float32) if len(values) == count else None
+    raw = packweights.float_bytes(init[:init.index("]") + 1] if init.startswith("[") else "", count)
+    return None if raw is None else np.frombuffer(raw, "<f4").copy()
 
 
 def _csc(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -40,7 +40,7 @@ class Specialize(Pass):
 
     def run(self, state: BuildState) -> None:
         spec = specialize_rounds(state.as_text(), self, state.shapes, f"{state.name} ({self.mode})")
-        state.spec = spec
+        state.spec = replace(spec, text=state.typed(spec.text))
         state.name = state.where = "specialized.ll"
         state.set_text(spec.text)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from specializer import timing
 from specializer.inputs import Model
 from specializer.library import cmsis, libjit
+from specializer.llvm import packweights
 from specializer.llvm.passes import ModuleState
 from specializer.optimize.speclog import Specialized
 from specializer.target import TARGET, Target
@@ -43,6 +44,12 @@ class BuildState(ModuleState):
     relaid: tuple = ()
     aliases: tuple = ()
     zero_weights: int = 0
+    # from `link` on, the model's float weights are byte strings (packweights.py): a text a
+    # person reads (linked.ll, specialized.ll, optimized.ll) is `typed`
+    packed: dict = field(default_factory=dict)
+
+    def typed(self, text: str) -> str:
+        return packweights.unpack(text, self.packed)
 
     @classmethod
     def of_model(cls, model: Model, context: BuildContext) -> BuildState:

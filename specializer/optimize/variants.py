@@ -44,14 +44,14 @@ variants only: `separate` and `lto` are what LLVM's defaults give.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import llvmlite.binding as llvm
 
 from specializer.errors import UserError
 from specializer.inputs import Model
-from specializer.llvm import emit, irtext, module, transforms
+from specializer.llvm import emit, irtext, module, packweights, transforms
 from specializer.llvm.transforms import O2, Constprop
 from specializer import cache, timing
 from specializer.tools import build_dir
@@ -201,6 +201,11 @@ class Optimized:
     zero_weights: int = 0  # all-args: multiply-adds by a constant zero dropped (zeroweights.py)
     aliases: tuple = ()  # all-args: buffer addresses given symbols of their own (bufalias.py)
     pipeline: tuple = ()  # the passes that ran (pipeline.py)
+    packed: dict = field(default_factory=dict)  # weights `module` holds as bytes (BuildState.packed)
+
+    def text(self) -> str:
+        """The optimized module's text, its weights typed (what optimized.ll holds)."""
+        return packweights.unpack(str(self.module), self.packed)
 
     def log_text(self) -> str:
         head = "".join(f"; {r.log_line()}\n" for r in self.relaid)
@@ -246,7 +251,7 @@ def optimized(model: Model, variant: str, options: Options = Options(), annotate
         p.run(steps[:cut], s)
         s.set_text(annotate(s.as_text()))
         p.run(steps[cut:], s)
-    return Optimized(s.as_module(), s.linked, s.spec, s.relaid, s.zero_weights, s.aliases, steps)
+    return Optimized(s.as_module(), s.linked, s.spec, s.relaid, s.zero_weights, s.aliases, steps, s.packed)
 
 
 def build(model: Model, variant: str, out_dir: Path, options: Options = Options(),
@@ -273,7 +278,7 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
     _write_ir(out_dir / "linked.ll", o.linked, diff_text)
     _write(out_dir / "pipeline.txt", p.to_text(p.after_link(o.pipeline)) + "\n")
     if o.spec is None:
-        _write_ir(out_dir / "optimized.ll", str(o.module), diff_text)
+        _write_ir(out_dir / "optimized.ll", o.text(), diff_text)
         return Build(variant, out_dir, (_emit(o.module, out_dir / "model.o", data_sections),))
     _write_ir(out_dir / "specialized.ll", o.spec.text, diff_text, o.spec)
     _write(out_dir / "specialization.log", o.log_text())
@@ -281,5 +286,5 @@ def build(model: Model, variant: str, out_dir: Path, options: Options = Options(
     if o.relaid:
         _write(out_dir / "relayout.json", json.dumps([asdict(r) for r in o.relaid], indent=1, sort_keys=True) + "\n")
     mod, spec = o.module, o.spec
-    _write_ir(out_dir / "optimized.ll", str(mod), diff_text, spec)
+    _write_ir(out_dir / "optimized.ll", o.text(), diff_text, spec)
     return Build(variant, out_dir, (_emit(mod, out_dir / "model.o", data_sections),), spec)
