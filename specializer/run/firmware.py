@@ -93,25 +93,33 @@ def _tensor_row(t: Tensor, data_name: str) -> str:
             f"{np_dtype(t.dtype).itemsize}u, {kind}}},\n")
 
 
-def io_source(manifest: Manifest) -> str:
-    """The generated half of the harness: inputs, reference outputs and the entry pointer."""
+def io_source(manifest: Manifest, vectors: Sequence[Manifest] = ()) -> str:
+    """The generated half of the harness: inputs, reference outputs and the entry pointer.
+    `vectors` (manifests of the same model, as Manifest.at gives them): the firmware runs the
+    model on `manifest`'s input, then on each of theirs, checking every one."""
+    runs = [manifest, *vectors]
     out = ['#include <stdint.h>\n#include "harness.h"\n\n']
     for sym in sorted({t.symbol for t in manifest.inputs + manifest.outputs}):
         out.append(f"extern uint8_t {sym}[];\n")
     out.append(_entry_lines(manifest.entry, limit_ticks=0, div0_trap=False))
     out.append(f"const float HARNESS_RTOL = {manifest.rtol!r}f, HARNESS_ATOL = {manifest.atol!r}f;\n\n")
-    for i, t in enumerate(manifest.inputs):
-        out.append(_c_array(f"in{i}", t, t.array()))
-    for i, t in enumerate(manifest.outputs):
-        out.append(_c_array(f"ref{i}", t, t.array()))
+    names = [f"{v}_" if v else "" for v in range(len(runs))]  # vector 0's arrays: in0, ref0 as ever
+    for m, n in zip(runs, names):
+        for i, t in enumerate(m.inputs):
+            out.append(_c_array(f"in{n}{i}", t, t.array()))
+        for i, t in enumerate(m.outputs):
+            out.append(_c_array(f"ref{n}{i}", t, t.array()))
     # C forbids empty initializers: a dummy row keeps zero-input models compiling
     out.append("const struct harness_tensor harness_inputs[] = {\n")
-    out += [_tensor_row(t, f"in{i}") for i, t in enumerate(manifest.inputs)] or ["  {0, 0, 0, 0, 0},\n"]
+    out += [_tensor_row(t, f"in{n}{i}") for m, n in zip(runs, names) for i, t in enumerate(m.inputs)] \
+        or ["  {0, 0, 0, 0, 0},\n"]
     out.append("};\nconst struct harness_tensor harness_outputs[] = {\n")
-    out += [_tensor_row(t, f"ref{i}") for i, t in enumerate(manifest.outputs)] or ["  {0, 0, 0, 0, 0},\n"]
+    out += [_tensor_row(t, f"ref{n}{i}") for m, n in zip(runs, names) for i, t in enumerate(m.outputs)] \
+        or ["  {0, 0, 0, 0, 0},\n"]
     out.append("};\n")
     out.append(f"const unsigned harness_n_inputs = {len(manifest.inputs)}u;\n")
     out.append(f"const unsigned harness_n_outputs = {len(manifest.outputs)}u;\n")
+    out.append(f"const unsigned harness_n_vectors = {len(runs)}u;\n")
     return "".join(out)
 
 
@@ -123,7 +131,7 @@ def entry_io_source(entry: str, limit_ticks: int) -> str:
             + "const float HARNESS_RTOL = 0.0f, HARNESS_ATOL = 0.0f;\n"
             "const struct harness_tensor harness_inputs[] = {{0, 0, 0, 0, 0}};\n"
             "const struct harness_tensor harness_outputs[] = {{0, 0, 0, 0, 0}};\n"
-            "const unsigned harness_n_inputs = 0u, harness_n_outputs = 0u;\n")
+            "const unsigned harness_n_inputs = 0u, harness_n_outputs = 0u, harness_n_vectors = 1u;\n")
 
 
 def _entry_lines(entry: str, limit_ticks: int, div0_trap: bool) -> str:
@@ -210,9 +218,10 @@ def _harness_object(gcc: str, src: Path, harness_dir: Path) -> bytes:
 
 
 def build(model_obj: Path | Sequence[Path], manifest: Manifest, workdir: Path,
-          libs: tuple[Path, ...] = ()) -> Firmware:
-    """Link the model object(s) with the harness. `libs` are linked too but not counted as model."""
-    return build_with(model_obj, io_source(manifest), manifest.entry, workdir, libs)
+          libs: tuple[Path, ...] = (), vectors: Sequence[Manifest] = ()) -> Firmware:
+    """Link the model object(s) with the harness. `libs` are linked too but not counted as model;
+    `vectors`: more inputs the firmware checks after `manifest`'s (io_source)."""
+    return build_with(model_obj, io_source(manifest, vectors), manifest.entry, workdir, libs)
 
 
 def build_with(model_obj: Path | Sequence[Path], io: str, entry: str, workdir: Path,

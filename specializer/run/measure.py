@@ -128,6 +128,24 @@ def check(result: qemu.RunResult, manifest: Manifest) -> tuple[float, float, boo
     return max_abs, max_rel, ok and harness_ok  # the two comparisons must agree; if not, trust neither
 
 
+_VECTOR = re.compile(r"^vector 0x([0-9a-f]{8}) 0x00000000$", re.M)
+
+
+def check_vectors(result: qemu.RunResult, vectors: list[Manifest]) -> tuple[float, float, bool]:
+    """check() of a run over several inputs (firmware.io_source's `vectors`): each input's
+    outputs follow a `vector K` line (the first's, none)."""
+    marks = list(_VECTOR.finditer(result.stdout))
+    if [int(m.group(1), 16) for m in marks] != list(range(1, len(vectors))):
+        raise UserError(f"firmware printed the outputs of {len(marks) + 1} of {len(vectors)} inputs")
+    cuts = [0, *(m.start() for m in marks), len(result.stdout)]
+    max_abs = max_rel = 0.0
+    ok = result.exit_code == 0
+    for k, vec in enumerate(vectors):
+        a, r, good = errors(read_outputs(result.stdout[cuts[k]:cuts[k + 1]], vec), vec)
+        max_abs, max_rel, ok = max(max_abs, a), max(max_rel, r), ok and good
+    return max_abs, max_rel, ok
+
+
 @dataclass(frozen=True)
 class Measured:
     row: Row
@@ -157,12 +175,12 @@ def measure(objects: Path | list[Path], manifest: Manifest, workdir: Path, metho
     with timing.phase("qemu run"):
         result = qemu.run(fw.elf, start=fw.entry_addr, stop=fw.stop_addr, method=method, timeout=timeout, ctx=ctx)
     max_abs, max_rel, ok = check(result, manifest)
-    for k in range(len(manifest.vectors)):  # the same objects, another input: outputs only
-        vec, where = manifest.at(k), workdir / f"vector{k + 1}"
+    if manifest.vectors:  # the same objects on the other inputs, one after another: outputs only
+        vectors, where = [manifest.at(k) for k in range(len(manifest.vectors))], workdir / "vectors"
         with timing.phase("more inputs: link and run"):
-            fw_k = firmware.build(objects, vec, where)
-            more = check(qemu.run(fw_k.elf, start=fw_k.entry_addr, stop=fw_k.stop_addr, method="icount",
-                                  timeout=timeout), vec)
+            fw_v = firmware.build(objects, vectors[0], where, vectors=vectors[1:])
+            more = check_vectors(qemu.run(fw_v.elf, start=fw_v.entry_addr, stop=fw_v.stop_addr, method="icount",
+                                          timeout=timeout * len(vectors)), vectors)
         max_abs, max_rel, ok = max(max_abs, more[0]), max(max_rel, more[1]), ok and more[2]
         if more[2]:  # kept only to look into a failure
             shutil.rmtree(where)

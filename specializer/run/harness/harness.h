@@ -15,6 +15,8 @@ struct harness_tensor {
 extern const struct harness_tensor harness_inputs[];
 extern const struct harness_tensor harness_outputs[];
 extern const unsigned harness_n_inputs, harness_n_outputs;
+/* input and output rows: harness_n_inputs (outputs) per vector, vector 0 the measured one */
+extern const unsigned harness_n_vectors;
 extern const float HARNESS_RTOL, HARNESS_ATOL;
 extern void (*const harness_entry_fn)(void);
 
