@@ -98,13 +98,19 @@ harness_vector_table:
 
 /* uint32_t harness_measure(void (*fn)(void)): FPGAIO 25 MHz counter ticks around fn().
  * Also paints the free stack and records fn's entry sp (harness_entry_sp) for the stack scan.
+ * fn starts on a 64-byte aligned sp: XLA's buffers on the stack are 64-byte aligned, so a
+ * frame's padding, and with it the peak stack, would otherwise depend on the harness's own
+ * frames above (a harness change moved three models' figures by 24 bytes).
  * Written in assembly so the instructions around the call are fixed: a calibration run on
  * harness_empty (one `bx lr`) measures them. `harness_measure_return` is where the QEMU
  * plugin stops counting; it starts at fn's first instruction. */
     .thumb_func
     .global harness_measure
 harness_measure:
-    push {r4, r5, r6, lr}
+    push {r4, r5, r6, r7, r8, lr}
+    mov r7, sp
+    bic r8, r7, #63
+    mov sp, r8
     /* Paint the free stack, [__stack_limit, sp), with HARNESS_STACK_PAINT (harness.h): after the
      * call the lowest word fn changed is its peak stack. Here, not in C, so that no frame of the
      * painting code sits between the painted area and fn's. */
@@ -145,7 +151,8 @@ harness_measure_return:
     ldr r2, =0x40000000
     str r1, [r2]               /* timer0 off: the next painting is not the call's */
     subs r0, r6, r5
-    pop {r4, r5, r6, pc}
+    mov sp, r7
+    pop {r4, r5, r6, r7, r8, pc}
 
     .thumb_func
     .global harness_empty
