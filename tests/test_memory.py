@@ -58,6 +58,20 @@ def test_stack_is_measured(tmp_path):
     assert big.flash < 4000
 
 
+def test_the_measured_call_starts_on_a_64_byte_aligned_stack(tmp_path):
+    """XLA's stack buffers are 64-byte aligned: were the entry sp anywhere else, the padding, and
+    the figure, would follow the harness's own frames."""
+    import re
+
+    from elftools.elf.elffile import ELFFile
+
+    _, result = run_model(_stack_model(tmp_path, 2), tmp_path / "build")
+    used, free = (int(v, 16) for v in re.search(r"^stack 0x(\w+) 0x(\w+)$", result.stdout, re.M).groups())
+    with open(tmp_path / "build" / "firmware.elf", "rb") as f:
+        limit = ELFFile(f).get_section_by_name(".symtab").get_symbol_by_name("__stack_limit")[0]["st_value"]
+    assert (limit + free) % 64 == 0 and 0 < used < free
+
+
 def test_stack_overflow_is_an_error(tmp_path):
     from specializer.errors import UserError
 
