@@ -304,6 +304,13 @@ def add(x1, x2, p: AddParams):
         return jnp.clip(y, p.activation[0], p.activation[1]).astype(jnp.int8)
 
 
+def requantize_s8(x, input_zero_point: int, multiplier: int, shift: int, output_zero_point: int):
+    """TFLite's int8 -> int8 QUANTIZE (reference_ops::Requantize): the input less its zero point,
+    rescaled by the fixed-point multiplier, the output zero point added, saturated."""
+    y = requantize(x.astype(jnp.int32) - jnp.int32(input_zero_point), multiplier, shift)
+    return jnp.clip(y + jnp.int32(output_zero_point), -128, 127).astype(jnp.int8)
+
+
 def mean(x, p: MeanParams):
     """TFLite's int8 MEAN: the sum over p.axes less the input zero point per element, requantized
     with 1/count folded into the multiplier, offset, clamped (no fused activation)."""

@@ -21,6 +21,9 @@ Supported (NHWC activations, float32):
   mean         jnp.mean over any other axes (keepdims or not): TFLite's MEAN
   pad          jnp.pad / lax.pad with zeros (no interior padding): TFLite's PAD
   transpose    jnp.transpose / lax.transpose: TFLite's TRANSPOSE
+  concat       jnp.concatenate / lax.concatenate of activations along any axis: TFLite's
+               CONCATENATION (an input quantized otherwise than the output requantized first,
+               as the converter's QUANTIZE op does)
   add          two activations of one shape
   softmax      jax.nn.softmax over the last axis
   logistic     jax.nn.sigmoid (TFLite's LOGISTIC: output 1/256, -128); tanh: jnp.tanh (1/128, 0)
@@ -166,7 +169,8 @@ def build(closed: core.ClosedJaxpr, act_invars: list, param_values: dict, param_
 
 
 _UNSUPPORTED = ("no int8 block for it (supported: conv, depthwise conv, transposed conv, dense, bias add, relu, "
-                "max/avg pool, mean, add, softmax, sigmoid, tanh, leaky relu, hard swish, pad, transpose, reshape)")
+                "max/avg pool, mean, add, softmax, sigmoid, tanh, leaky relu, hard swish, pad, transpose, concatenate, "
+                "reshape)")
 
 
 class _Builder:
@@ -371,6 +375,11 @@ class _Builder:
         self.emit("transpose", [self.producer(e.ins[0], e)], out, e,
                   perm=tuple(int(p) for p in e.params["permutation"]))
 
+    def concatenate(self, e: Eqn, out) -> None:
+        if any(self.is_const(a) for a in e.ins):
+            self.refuse(e, "every operand must be an activation (a constant joined to one has no int8 block)")
+        self.emit("concat", [self.producer(a, e) for a in e.ins], out, e, axis=int(e.params["dimension"]))
+
     def mean(self, e: Eqn, out) -> None:
         """A window or spatial sum divided by its size: the average pool or the global average pool."""
         a, b = e.ins
@@ -411,7 +420,8 @@ class _Builder:
 RULES = {"conv_general_dilated": _Builder.conv, "dot_general": _Builder.dense, "add": _Builder.add,
          "max": _Builder.relu, "reduce_window_max": _Builder.maxpool, "reduce_window_sum": _Builder.windowsum,
          "reduce_sum": _Builder.spatialsum, "div": _Builder.mean, "broadcast_in_dim": _Builder.broadcast,
-         "pad": _Builder.pad, "transpose": _Builder.transpose, "logistic": _Builder.activation,
+         "pad": _Builder.pad, "transpose": _Builder.transpose, "concatenate": _Builder.concatenate,
+         "logistic": _Builder.activation,
          "tanh": _Builder.activation,
          **{prim: _Builder.reshape for prim in _SHAPE_ONLY},
          **{prim: _Builder.copy for prim in ("convert_element_type", "copy", "copy_p", "stop_gradient")}}

@@ -169,6 +169,9 @@ def _run(s: Step, x, w, b):
         return jnp.pad(x[0], widths, constant_values=jnp.int8(zero_point))
     if s.kind == "transpose":
         return jnp.transpose(x[0], s.block)
+    if s.kind == "concat":
+        axis, requants = s.block
+        return jnp.concatenate([v if r is None else blocks.requantize_s8(v, *r) for v, r in zip(x, requants)], axis)
     if s.kind in ACTIVATIONS:
         return ACTIVATIONS[s.kind][1](x[0], s.block)
     raise AssertionError(s.kind)
@@ -341,6 +344,15 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname):
         return Step("pad", (a["widths"], qin.zero_point), tuple(src)), qin
     if layer.kind == "transpose":
         return Step("transpose", a["perm"], tuple(src)), qin
+    if layer.kind == "concat":
+        # TFLite's CONCATENATION copies: inputs and output share one quantization, the output's
+        # range the union of the inputs'; an input quantized otherwise goes through TFLite's
+        # int8 -> int8 QUANTIZE (Requantize) first
+        q = activation_qparams(*rng)
+        requants = tuple(None if (qi.scale, qi.zero_point) == (q.scale, q.zero_point)
+                         else (qi.zero_point, *quantize_multiplier(qi.scale / q.scale), q.zero_point)
+                         for qi in qins)
+        return Step("concat", (a["axis"], requants), tuple(src)), q
     if layer.kind in ACTIVATIONS:
         derive = ACTIVATIONS[layer.kind][0]
         # LOGISTIC and TANH write TFLite's fixed output quantization; the others their calibrated range
