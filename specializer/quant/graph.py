@@ -30,6 +30,11 @@ Supported (NHWC activations, float32):
   leaky relu   jax.nn.leaky_relu (where(x >= 0, x, alpha * x)): TFLite's LEAKY_RELU
   hard swish   jax.nn.hard_swish (x * relu6(x + 3) / 6): TFLite's HARD_SWISH
   reshape      reshape / squeeze / expand_dims (row-major: the int8 data is unchanged)
+  movement     an op that only picks and repeats an activation's values, its other operands
+               constant: gather (jax.image.resize 'nearest', x[..., idx]), broadcast_in_dim
+               (jnp.repeat, jnp.broadcast_to), slice (x[:, 1::2]), rev (jnp.flip): TFLite's
+               RESIZE_NEAREST_NEIGHBOR, GATHER, TILE, STRIDED_SLICE, REVERSE_V2 keep the input's
+               quantization, and so does the same op on the int8 values
 """
 
 from __future__ import annotations
@@ -170,7 +175,7 @@ def build(closed: core.ClosedJaxpr, act_invars: list, param_values: dict, param_
 
 _UNSUPPORTED = ("no int8 block for it (supported: conv, depthwise conv, transposed conv, dense, bias add, relu, "
                 "max/avg pool, mean, add, softmax, sigmoid, tanh, leaky relu, hard swish, pad, transpose, concatenate, "
-                "reshape)")
+                "reshape, resize nearest, gather, slice, broadcast, flip)")
 
 
 class _Builder:
@@ -353,14 +358,24 @@ class _Builder:
                   keep=False)
 
     def broadcast(self, e: Eqn, out) -> None:
-        """jnp.mean's keepdims: the sum's result given back its reduced axes as size 1."""
+        """jnp.mean's keepdims: the sum's result given back its reduced axes as size 1; any
+        other broadcast of an activation repeats its values (a movement)."""
         x = e.ins[0]
         layer = self.producer(x, e)
         if layer.kind != "spatialsum" or layer.attrs["keep"] or self.uses.get(x, 0) != 1 \
                 or int(np.prod(out.aval.shape)) != int(np.prod(x.aval.shape)):
-            self.refuse(e, "a broadcast is only supported as a mean's keepdims")
+            return self.movement(e, out)
         layer.attrs["keep"] = True
         self.fold(layer, x, out)
+
+    def movement(self, e: Eqn, out) -> None:
+        """An op that only picks and repeats its first operand's values; the others constant."""
+        if self.is_const(e.ins[0]) or not all(self.is_const(a) for a in e.ins[1:]):
+            self.refuse(e, "only its first operand may be an activation (the indices must be constants)")
+        if e.prim == "gather" and e.params.get("fill_value") is not None:
+            self.refuse(e, "a gather that fills out-of-bounds values with a constant is not a pure movement")
+        self.emit("move", [self.producer(e.ins[0], e)], out, e, primitive=e.primitive, params=dict(e.params),
+                  operands=tuple(np.asarray(self.val(a)) for a in e.ins[1:]))
 
     def pad(self, e: Eqn, out) -> None:
         x, v = e.ins
@@ -421,6 +436,7 @@ RULES = {"conv_general_dilated": _Builder.conv, "dot_general": _Builder.dense, "
          "max": _Builder.relu, "reduce_window_max": _Builder.maxpool, "reduce_window_sum": _Builder.windowsum,
          "reduce_sum": _Builder.spatialsum, "div": _Builder.mean, "broadcast_in_dim": _Builder.broadcast,
          "pad": _Builder.pad, "transpose": _Builder.transpose, "concatenate": _Builder.concatenate,
+         "gather": _Builder.movement, "slice": _Builder.movement, "rev": _Builder.movement,
          "logistic": _Builder.activation,
          "tanh": _Builder.activation,
          **{prim: _Builder.reshape for prim in _SHAPE_ONLY},

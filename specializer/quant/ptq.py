@@ -169,6 +169,9 @@ def _run(s: Step, x, w, b):
         return jnp.pad(x[0], widths, constant_values=jnp.int8(zero_point))
     if s.kind == "transpose":
         return jnp.transpose(x[0], s.block)
+    if s.kind == "move":  # the float op itself on the int8 values (quantization kept)
+        primitive, params, operands = s.block
+        return primitive.bind(x[0], *(jnp.asarray(o) for o in operands), **params)
     if s.kind == "concat":
         axis, requants = s.block
         return jnp.concatenate([v if r is None else blocks.requantize_s8(v, *r) for v, r in zip(x, requants)], axis)
@@ -344,6 +347,8 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname):
         return Step("pad", (a["widths"], qin.zero_point), tuple(src)), qin
     if layer.kind == "transpose":
         return Step("transpose", a["perm"], tuple(src)), qin
+    if layer.kind == "move":
+        return Step("move", (a["primitive"], a["params"], a["operands"]), tuple(src)), qin
     if layer.kind == "concat":
         # TFLite's CONCATENATION copies: inputs and output share one quantization, the output's
         # range the union of the inputs'; an input quantized otherwise goes through TFLite's
