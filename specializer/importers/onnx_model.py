@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specializer.importers import onnx_float, onnx_int8
+from specializer.importers import onnx_float, onnx_int8, onnx_movement
 from specializer.importers.graph_model import ImportedModel, TensorSpec, example_input, identifier
 from specializer.importers.onnx_file import OnnxGraph, Refused, read_graph
 from specializer.importers.onnx_layer import Builder, NodeContext, Val, identity
@@ -30,7 +30,8 @@ from specializer.quant.ptq import QParams
 
 OnnxModel = ImportedModel  # keyed by value name
 
-SUPPORTED = sorted(set(onnx_float.OPS) | set(onnx_int8.QDQ))
+OPS = {**onnx_float.OPS, **onnx_movement.OPS}  # by op type; onnx_int8.OPS first for a QDQ group
+SUPPORTED = sorted(set(OPS) | set(onnx_int8.QDQ))
 
 
 def _input(g: OnnxGraph, name: str) -> Val:
@@ -90,9 +91,9 @@ def build_node(b: Builder, c: NodeContext) -> None:
         return
     if op in onnx_int8.OPS and onnx_int8.quantized_input(c) and onnx_int8.OPS[op](c):
         return
-    if op not in onnx_float.OPS:
+    if op not in OPS:
         raise c.refuse(f"not supported (the reader supports {', '.join(SUPPORTED)})")
-    onnx_float.OPS[op](c)
+    OPS[op](c)
 
 
 def _output(b: Builder, g: OnnxGraph, name: str) -> tuple[Val, TensorSpec]:
