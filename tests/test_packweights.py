@@ -104,3 +104,10 @@ def test_floats_are_written_as_llvms_printer_writes_them():
     ours = packweights._float_texts(values)
     assert sum(not t.startswith("0x") for t in llvm_tokens) > 500  # both forms are exercised
     assert ours == llvm_tokens
+
+
+def test_hand_written_floats_are_read_as_llvm_reads_them():
+    got = packweights.float_bytes("[float 0.0, float 2., float -1.5e3, float 0x3FF0000000000000, float 1.5E+1]", 5)
+    assert np.frombuffer(got, "<f4").tolist() == [0.0, 2.0, -1500.0, 1.0, 15.0]
+    assert packweights.float_bytes("[float 0.1]", 1) is None  # no float32 value: LLVM refuses it too
+    assert packweights.float_bytes("[float 1.0, float 2.0]", 3) is None

@@ -30,7 +30,9 @@ MIN_BYTES = 256
 
 _HEAD = re.compile(f"^@({irtext.NAME}) = ((?:[a-z_]+ )*)constant ")
 _FLOAT_TYPE = re.compile(r"(?:\[\d+ x )+float\]+")
-_FLOAT = re.compile(r"float (0x[0-9A-F]{16}|[-+]?[0-9.]+e[-+][0-9]+)")
+# a float element as LLVM reads it: the hex of its double (printed with 16 digits, written by hand
+# with fewer), or any decimal (printed `1.500000e+00`, written `1.5` or `2.`)
+_FLOAT = re.compile(r"float (0x[0-9A-Fa-f]{1,16}|[-+]?[0-9]+\.?[0-9]*(?:[eE][-+]?[0-9]+)?)")
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,8 @@ def float_bytes(init: str, count: int) -> bytes | None:
     tokens = _FLOAT.findall(init)
     if len(tokens) != count:
         return None
-    doubles = np.frombuffer(bytes.fromhex("".join(t[2:] if t.startswith("0x") else "0" * 16 for t in tokens)),
-                            ">f8").astype(np.float64)
+    doubles = np.frombuffer(bytes.fromhex("".join(t[2:].rjust(16, "0") if t.startswith("0x") else "0" * 16
+                                                  for t in tokens)), ">f8").astype(np.float64)
     for i, t in enumerate(tokens):
         if not t.startswith("0x"):
             doubles[i] = float(t)
