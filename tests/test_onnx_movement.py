@@ -134,3 +134,11 @@ def test_squeezenet_from_the_onnx_wheel_equals_onnx_reference(tmp_path):
     x = np.random.default_rng(0).normal(size=(1, 3, 224, 224)).astype(np.float32)
     m = check(path, [x])
     assert [layer.name.split(" ")[0] for layer in m.layers].count("Concat") == 8
+
+
+def test_resize_by_sizes_beside_an_empty_scales_as_opset_11_writes_it(tmp_path):
+    """Opset 11-12 (and PyTorch's exporter) give sizes with scales an empty tensor."""
+    inits = {"roi": np.zeros(0, np.float32), "scales": np.zeros(0, np.float32),
+             "sizes": np.array([1, 3, 8, 7], np.int64)}
+    check(one(tmp_path, "Resize", ["x", "roi", "scales", "sizes"], {"x": [1, 3, 5, 4]}, inits, opset=11,
+              mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"))

@@ -111,3 +111,27 @@ def test_hand_written_floats_are_read_as_llvm_reads_them():
     assert np.frombuffer(got, "<f4").tolist() == [0.0, 2.0, -1500.0, 1.0, 15.0]
     assert packweights.float_bytes("[float 0.1]", 1) is None  # no float32 value: LLVM refuses it too
     assert packweights.float_bytes("[float 1.0, float 2.0]", 3) is None
+
+
+def test_all_zero_and_nan_weights_stay_typed():
+    zeros = TRIPLE + "@w = constant [100 x float] [" + ", ".join(["float 0.0"] * 100) + "]\n"
+    assert packweights.pack(zeros, {"w"}).typed == {}  # LLVM would print the string as zeroinitializer
+    v = _values(100)
+    v[7] = np.nan
+    assert packweights.pack(_module(v), {"w"}).typed == {}  # NumPy would quiet a signaling NaN
+
+
+def test_emitted_assembly_shows_the_weights_typed(captured, tmp_path):
+    """`--emit asm` is read by people: the weights as llc prints them from optimized.ll (.long),
+    not the byte strings the build carries them as."""
+    import subprocess
+    import sys
+
+    c = captured("mlp256")
+    out = tmp_path / "m.s"
+    r = subprocess.run([sys.executable, "-m", "specializer.cli", "--all-args", str(c.model_ll), "--emit", "asm",
+                        "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    asm = out.read_text()
+    weights = [line for line in asm.splitlines() if line.strip().startswith(".ascii")]
+    assert ".long" in asm and not any(len(line) > 200 for line in weights)

@@ -4,6 +4,7 @@ reshape), a strided slice, jnp.flip. The int8 op is the float op on the int8 val
 quantization kept; close to the float model, and every variant on QEMU equal to its JAX values."""
 
 import numpy as np
+import pytest
 from every_variant import every_variant_passes
 
 from specializer.quant.ptq import quantize
@@ -12,6 +13,7 @@ MODEL = '''
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jax import lax
 
 from specializer.quant.ptq import quantize
@@ -75,3 +77,22 @@ def test_in_every_variant_equal_to_jax(tmp_path):
     src.write_text(MODEL)
     c = capture(src, "upsampler_int8", tmp_path / "cap")
     every_variant_passes(c.model_ll, tmp_path, exact=True)
+
+
+def test_take_in_bounds_clipping_and_out_of_bounds():
+    """jnp.take's default mode fills out-of-bounds indices: with every index in bounds it is a
+    movement (the int8 result is np.take of the int8 values), with one out of bounds it is refused
+    in one line; mode='clip' picks wherever its indices point."""
+    import jax.numpy as jnp
+
+    from specializer.quant.graph import QuantizeError
+
+    cal = [{"x": np.random.default_rng(1).normal(size=(1, 4, 3)).astype(np.float32)}]
+    m, qp = quantize(lambda x: jnp.take(x, np.array([0, 0, 3, 1]), axis=1), {}, cal)
+    x8 = m.inputs["x"].quantize(cal[0]["x"])
+    np.testing.assert_array_equal(np.asarray(m(x=x8, **qp)), np.take(x8, [0, 0, 3, 1], axis=1))
+    m, qp = quantize(lambda x: jnp.take(x, np.array([0, 7]), axis=2, mode="clip"), {}, cal)
+    np.testing.assert_array_equal(np.asarray(m(x=x8, **qp)), np.take(x8, [0, 2], axis=2))
+    with pytest.raises(QuantizeError) as e:
+        quantize(lambda x: jnp.take(x, np.array([0, 5]), axis=1), {}, cal)
+    assert "\n" not in str(e.value) and "out of bounds" in str(e.value)

@@ -200,7 +200,7 @@ def _pipelines(model, which: tuple, options) -> str:
 
 def _emit(model, a, options) -> int:
     """One build of the selected mode, one artifact out (in the manner of opt -S / llc)."""
-    from specializer.llvm import emit
+    from specializer.llvm import emit, module
     from specializer import files
     from specializer.optimize.variants import optimized
 
@@ -211,7 +211,8 @@ def _emit(model, a, options) -> int:
         data: str | bytes = o.spec.text
     else:
         mod = o.module
-        data = {"ll": o.text, "asm": lambda: emit.emit_assembly(mod),
+        # the assembly a person reads shows the weights typed (`.long`), as llc prints it from optimized.ll
+        data = {"ll": o.text, "asm": lambda: emit.emit_assembly(module.parse(o.text(), "optimized.ll")),
                 "obj": lambda: emit.emit_object(mod)}[a.emit]()
     if not a.output or a.output == "-":
         if isinstance(data, bytes):

@@ -90,6 +90,8 @@ def resize(c: NodeContext) -> None:
     for k, n in ((2, "scales"), (3, "sizes")):
         if c.present(k):
             v = np.asarray(c.const(k, n))
+            if v.size == 0:  # opset 11-12: an empty scales beside sizes stands for none
+                continue
             if v.size != 4 or (n == "scales" and tuple(v[:2]) != (1, 1)):
                 raise c.refuse(f"{n}={v.tolist()}: the reader takes 4 values, batch and channel unchanged")
     hw, out_hw = tuple(x.shape[2:]), tuple(out[2:])

@@ -58,8 +58,10 @@ def float_bytes(init: str, count: int) -> bytes | None:
     for i, t in enumerate(tokens):
         if not t.startswith("0x"):
             doubles[i] = float(t)
+    if np.isnan(doubles).any():
+        return None  # NumPy would quiet a signaling NaN: such weights stay typed
     singles = doubles.astype(np.float32)
-    if not np.array_equal(singles.astype(np.float64), doubles, equal_nan=True):
+    if not np.array_equal(singles.astype(np.float64), doubles):
         return None  # not a float32 value (cannot be: LLVM prints floats as the doubles they are)
     return singles.astype("<f4").tobytes()
 
@@ -131,8 +133,10 @@ def pack(text: str, names) -> Packed:
             continue
         init_end = _array_end(line, t.end() + 1)
         raw = float_bytes(line[t.end() + 1:init_end], math.prod(dims))
-        if raw is None or (raw[-1] == 0 and raw.count(0) == 1):
-            continue  # (bytes that read as a C string go to a mergeable string section: kept typed)
+        if raw is None or (raw[-1] == 0 and raw.count(0) == 1) or not any(raw):
+            # kept typed: bytes that read as a C string (LLVM would place them in a mergeable
+            # string section), and all zeros (LLVM would print the string as zeroinitializer)
+            continue
         typed[irtext.unquote(m.group(1))] = (dims, raw)
         lines[i] = f"{line[:t.start()]}[{len(raw)} x i8] {_c_string(raw)}{line[init_end:]}"
     return Packed("\n".join(lines), typed)

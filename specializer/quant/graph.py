@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from jax.extend import core
+from jax.lax import GatherScatterMode
 from jax._src import source_info_util
 
 from specializer.errors import UserError
@@ -372,10 +373,21 @@ class _Builder:
         """An op that only picks and repeats its first operand's values; the others constant."""
         if self.is_const(e.ins[0]) or not all(self.is_const(a) for a in e.ins[1:]):
             self.refuse(e, "only its first operand may be an activation (the indices must be constants)")
-        if e.prim == "gather" and e.params.get("fill_value") is not None:
-            self.refuse(e, "a gather that fills out-of-bounds values with a constant is not a pure movement")
-        self.emit("move", [self.producer(e.ins[0], e)], out, e, primitive=e.primitive, params=dict(e.params),
-                  operands=tuple(np.asarray(self.val(a)) for a in e.ins[1:]))
+        params = dict(e.params)
+        operands = tuple(np.asarray(self.val(a)) for a in e.ins[1:])
+        if e.prim == "gather" and str(params.get("mode")) == str(GatherScatterMode.FILL_OR_DROP):
+            # jnp.take's default fills out-of-bounds indices (with NaN): a movement only when
+            # every index is in bounds, which a probe of the operand's own positions shows (a
+            # clipping gather, mode='clip', picks values wherever its indices point)
+            x = e.ins[0]
+            probe = np.arange(int(np.prod(x.aval.shape)), dtype=np.float32).reshape(x.aval.shape)
+            picked = np.asarray(e.primitive.bind(probe, *operands, **{**params, "mode": GatherScatterMode.FILL_OR_DROP,
+                                                                       "fill_value": -1.0}))
+            if (picked < 0).any():
+                self.refuse(e, "an index is out of bounds (the gather fills a constant there: no movement)")
+            params.update(mode=GatherScatterMode.PROMISE_IN_BOUNDS, fill_value=None)
+        self.emit("move", [self.producer(e.ins[0], e)], out, e, primitive=e.primitive, params=params,
+                  operands=operands)
 
     def pad(self, e: Eqn, out) -> None:
         x, v = e.ins
