@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import jax.numpy as jnp
 
-from specializer.importers.onnx_layer import NHWC, Flat, NodeContext, Val, identity, inverse, spatial_rank4
+from specializer.importers.onnx_layer import NHWC, Flat, NodeContext, identity, inverse, spatial_rank4
 
 
 def concat(c: NodeContext) -> None:

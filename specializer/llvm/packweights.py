@@ -1,17 +1,19 @@
 """Float weights as byte strings while a build goes round the text many times.
 
-The specializing rounds print and parse the whole module a dozen times per build. A float
-model's weights are most of its text (mobilenet_vww: 5.4 of 5.8 MB), and LLVM prints and reads
-`float 0x3FB5B0B3E0000000` lists 13 and 18 times slower than the same bytes as `c"\\3F..."`
-(measured: 0.77 s against 0.06 s to print a 1 MB weight, 0.24 s against 0.013 s to parse it).
-So the rounds carry each float weight as an `[4N x i8]` string (`pack`) and give it back its
-typed form at the end (`unpack`): the files a person reads keep `[N x float]`.
+A build prints and parses the whole module a dozen times (the specializing rounds above all).
+A float model's weights are most of its text (mobilenet_vww: 5.4 of 5.8 MB), and LLVM prints and
+reads `float 0x3FB5B0B3E0000000` lists 13 and 18 times slower than the same bytes as
+`c"\\3F..."` (measured: 0.77 s against 0.06 s to print a 1 MB weight, 0.24 s against 0.013 s to
+parse it). So from `link` on a build carries each float weight of the model as an `[4N x i8]`
+string (`pack`), and every text a person reads gets its typed form back (`unpack`, as LLVM's
+printer writes it): linked.ll, specialized.ll and optimized.ll keep `[N x float]`.
 
 The bytes are the same, so is what LLVM makes of them: a load from a constant global folds to
 the value at its offset whatever the global's element type (LLVM reinterprets the bytes), a GEP
 names its own source type, and globals larger than 16 bytes get the same alignment (16 unless
 given). Only globals of at least `MIN_BYTES` are packed, so small ones (ARM's constant-pool
-promotion looks at globals of at most 64 bytes) are never touched.
+promotion looks at globals of at most 64 bytes) are never touched; nor are weights whose bytes
+LLVM would treat otherwise (all zero, read as a C string) or NumPy would change (a NaN).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import codecs
 import math
 import re
-import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,7 +63,7 @@ def float_bytes(init: str, count: int) -> bytes | None:
         return None  # NumPy would quiet a signaling NaN: such weights stay typed
     singles = doubles.astype(np.float32)
     if not np.array_equal(singles.astype(np.float64), doubles):
-        return None  # not a float32 value (cannot be: LLVM prints floats as the doubles they are)
+        return None  # no float32 value (LLVM refuses such a float constant too)
     return singles.astype("<f4").tobytes()
 
 
