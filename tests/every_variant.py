@@ -1,5 +1,6 @@
 """The check the model-level QEMU tests share: a captured model built five ways, run on QEMU, and
-every variant passing against its reference (exact: equal to it value for value)."""
+every variant passing against its reference (exact: equal to it value for value); and the two
+steps of the tests that keep a model file as source text (a quantize() model as a user writes one)."""
 
 from specializer import inputs
 from specializer.driver.compare import compare
@@ -14,3 +15,19 @@ def every_variant_passes(model_ll, tmp_path, exact: bool):
         if exact:
             assert r.max_abs_err == 0, r.variant
     return comp
+
+
+def model_namespace(source: str, filename: str) -> dict:
+    """A model file's source run as Python: its globals (the model, its weights, its data)."""
+    ns: dict = {}
+    exec(compile(source, filename, "exec"), ns)
+    return ns
+
+
+def captured_source(source: str, name: str, tmp_path):
+    """The model file `source` written as tmp_path/NAME.py and captured (function `name`)."""
+    from specializer.capture.capture import capture
+
+    src = tmp_path / f"{name}.py"
+    src.write_text(source)
+    return capture(src, name, tmp_path / "cap")

@@ -5,7 +5,7 @@ runs in every variant on QEMU equal to its JAX values."""
 
 import numpy as np
 import pytest
-from every_variant import every_variant_passes
+from every_variant import captured_source, every_variant_passes, model_namespace
 
 from specializer.quant.graph import QuantizeError
 from specializer.quant.ptq import quantize
@@ -41,9 +41,7 @@ acts_int8.weights = params
 
 
 def quantized() -> dict:
-    ns: dict = {}
-    exec(compile(MODEL, "acts_int8.py", "exec"), ns)
-    return ns
+    return model_namespace(MODEL, "acts_int8.py")
 
 
 def test_the_steps_and_close_to_float():
@@ -73,9 +71,4 @@ def test_a_pattern_whose_inside_is_read_elsewhere_is_not_an_activation():
 
 
 def test_in_every_variant_equal_to_jax(tmp_path):
-    from specializer.capture.capture import capture
-
-    src = tmp_path / "acts_int8.py"
-    src.write_text(MODEL)
-    c = capture(src, "acts_int8", tmp_path / "cap")
-    every_variant_passes(c.model_ll, tmp_path, exact=True)
+    every_variant_passes(captured_source(MODEL, "acts_int8", tmp_path).model_ll, tmp_path, exact=True)

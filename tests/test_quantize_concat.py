@@ -6,7 +6,7 @@ reference arithmetic, the refusal one line, and every variant on QEMU equal to i
 
 import numpy as np
 import pytest
-from every_variant import every_variant_passes
+from every_variant import captured_source, every_variant_passes, model_namespace
 
 from specializer.quant import blocks
 from specializer.quant.graph import QuantizeError
@@ -48,9 +48,7 @@ unet_int8.weights = params
 
 
 def quantized() -> dict:
-    ns: dict = {}
-    exec(compile(MODEL, "unet_int8.py", "exec"), ns)
-    return ns
+    return model_namespace(MODEL, "unet_int8.py")
 
 
 def test_the_steps_and_close_to_float():
@@ -114,9 +112,4 @@ def test_a_constant_operand_is_refused_in_one_line():
 
 
 def test_in_every_variant_equal_to_jax(tmp_path):
-    from specializer.capture.capture import capture
-
-    src = tmp_path / "unet_int8.py"
-    src.write_text(MODEL)
-    c = capture(src, "unet_int8", tmp_path / "cap")
-    every_variant_passes(c.model_ll, tmp_path, exact=True)
+    every_variant_passes(captured_source(MODEL, "unet_int8", tmp_path).model_ll, tmp_path, exact=True)

@@ -5,7 +5,7 @@ quantization kept; close to the float model, and every variant on QEMU equal to 
 
 import numpy as np
 import pytest
-from every_variant import every_variant_passes
+from every_variant import captured_source, every_variant_passes, model_namespace
 
 from specializer.quant.ptq import quantize
 
@@ -42,9 +42,7 @@ upsampler_int8.weights = params
 
 
 def quantized() -> dict:
-    ns: dict = {}
-    exec(compile(MODEL, "upsampler_int8.py", "exec"), ns)
-    return ns
+    return model_namespace(MODEL, "upsampler_int8.py")
 
 
 def test_movements_keep_the_quantization_and_stay_close_to_float():
@@ -71,12 +69,7 @@ def test_movements_keep_the_quantization_and_stay_close_to_float():
 
 
 def test_in_every_variant_equal_to_jax(tmp_path):
-    from specializer.capture.capture import capture
-
-    src = tmp_path / "upsampler_int8.py"
-    src.write_text(MODEL)
-    c = capture(src, "upsampler_int8", tmp_path / "cap")
-    every_variant_passes(c.model_ll, tmp_path, exact=True)
+    every_variant_passes(captured_source(MODEL, "upsampler_int8", tmp_path).model_ll, tmp_path, exact=True)
 
 
 def test_take_in_bounds_clipping_and_out_of_bounds():

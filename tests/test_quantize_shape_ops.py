@@ -4,7 +4,7 @@ refusals one line, and the int8 model in every variant on QEMU equal to its JAX 
 
 import numpy as np
 import pytest
-from every_variant import every_variant_passes
+from every_variant import captured_source, every_variant_passes, model_namespace
 
 from specializer.quant.graph import QuantizeError
 from specializer.quant.ptq import quantize
@@ -42,9 +42,7 @@ shape_ops_int8.weights = params
 
 
 def quantized() -> dict:
-    ns: dict = {}
-    exec(compile(MODEL, "shape_ops_int8.py", "exec"), ns)
-    return ns
+    return model_namespace(MODEL, "shape_ops_int8.py")
 
 
 def test_the_steps_and_close_to_float():
@@ -76,9 +74,4 @@ def test_refusals_are_one_line():
 
 
 def test_in_every_variant_equal_to_jax(tmp_path):
-    from specializer.capture.capture import capture
-
-    src = tmp_path / "shape_ops_int8.py"
-    src.write_text(MODEL)
-    c = capture(src, "shape_ops_int8", tmp_path / "cap")
-    every_variant_passes(c.model_ll, tmp_path, exact=True)
+    every_variant_passes(captured_source(MODEL, "shape_ops_int8", tmp_path).model_ll, tmp_path, exact=True)

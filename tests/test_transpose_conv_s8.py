@@ -15,6 +15,8 @@ import pytest
 from test_cmsis_nn import (Activation, Context, Dims, PerChannel, STRUCT, Tile, finish, host,  # noqa: F401
                            nn_call, ptr, quant)
 
+from every_variant import captured_source, model_namespace
+
 from specializer.capture import cmsis_calls
 from specializer.quant import blocks
 from specializer.quant.params import TransposeConvParams
@@ -174,9 +176,7 @@ conv_ae_int8.weights = params
 
 
 def quantized_autoencoder() -> dict:
-    ns: dict = {}
-    exec(compile(AUTOENCODER, "conv_ae_int8.py", "exec"), ns)
-    return ns
+    return model_namespace(AUTOENCODER, "conv_ae_int8.py")
 
 
 def test_quantize_makes_conv_transpose_the_int8_block():
@@ -217,13 +217,10 @@ def test_quantize_refuses_a_transposed_padding_tflite_cannot_hold():
 @pytest.mark.slow  # about 20 s on QEMU; the .tflite decoder runs in every variant in the default suite
 def test_quantized_autoencoder_in_every_variant(tmp_path):
     from specializer import inputs
-    from specializer.capture.capture import capture
     from specializer.driver.compare import compare
     from specializer.optimize import variants
 
-    src = tmp_path / "conv_ae_int8.py"
-    src.write_text(AUTOENCODER)
-    c = capture(src, "conv_ae_int8", tmp_path / "cap")
+    c = captured_source(AUTOENCODER, "conv_ae_int8", tmp_path)
     assert sum("onto arm_transpose_conv_s8" in line for line in c.log) == 2
     comp = compare(inputs.load(c.model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
     for r in comp.rows:

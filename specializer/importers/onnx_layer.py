@@ -272,6 +272,26 @@ class NodeContext:
     def wname(self, prefix: str) -> str:
         return f"{prefix}{self.node.index}"
 
+    def run_reference(self, op: str, inputs: list[str], outputs: list[str], feeds: dict, attrs: dict,
+                      failed: str) -> list[np.ndarray]:
+        """onnx.reference running one node `op` on `feeds` (name -> array; "" in `inputs`: an
+        absent input) with `attrs` as the node record holds them; an error is this node's refusal,
+        `failed` saying what could not be computed."""
+        from onnx import helper, numpy_helper
+        from onnx.reference import ReferenceEvaluator
+
+        def attr(v):
+            return list(v) if isinstance(v, tuple) else numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v
+
+        one = helper.make_node(op, inputs, outputs, **{k: attr(v) for k, v in attrs.items()})
+        graph = helper.make_graph([one], "one", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(
+            v.dtype), v.shape) for n, v in feeds.items()], [helper.make_empty_tensor_value_info(o) for o in outputs])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.g.opset)])
+        try:
+            return [np.asarray(v) for v in ReferenceEvaluator(model).run(None, feeds)]
+        except Exception as e:
+            raise self.refuse(f"{failed} failed ({type(e).__name__}: {e})") from None
+
     def sole_consumer(self, value: str) -> NodeRecord | None:
         """The one node reading `value`, if only one does and it is no graph output."""
         users = self.g.consumers(value)

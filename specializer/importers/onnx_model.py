@@ -61,24 +61,11 @@ def _fold(c: NodeContext) -> bool:
     if node.op not in FOLDABLE or not names or not all(c.is_const(k) for k, n in enumerate(node.inputs) if n) \
             or any(n in c.b.deq_consts for n in names):
         return False
-    from onnx import helper, numpy_helper
-    from onnx.reference import ReferenceEvaluator
-
-    def attr(v):
-        return list(v) if isinstance(v, tuple) else numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v
-
     feeds = {n: c.const(k) for k, n in enumerate(node.inputs) if n}
-    one = helper.make_node(node.op.split(":")[-1], list(node.inputs), list(node.outputs),
-                           **{k: attr(v) for k, v in node.attrs.items()})
-    graph = helper.make_graph([one], "fold", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(
-        feeds[n].dtype), feeds[n].shape) for n in feeds], [helper.make_empty_tensor_value_info(o) for o in node.outputs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", c.g.opset)])
-    try:
-        outs = ReferenceEvaluator(model).run(None, feeds)
-    except Exception as e:
-        raise c.refuse(f"computing it from its constant inputs failed ({type(e).__name__}: {e})") from None
+    outs = c.run_reference(node.op.split(":")[-1], list(node.inputs), list(node.outputs), feeds, node.attrs,
+                           "computing it from its constant inputs")
     for name, value in zip(node.outputs, outs):
-        c.b.folded[name] = np.asarray(value)
+        c.b.folded[name] = value
     return True
 
 

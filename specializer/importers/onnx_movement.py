@@ -36,9 +36,6 @@ def resize_source_indices(c: NodeContext, hw: tuple[int, int], out_hw: tuple[int
     """For each output pixel (row-major over out_hw), the input pixel (row-major over hw) it takes:
     onnx.reference's Resize itself run on the pixels' indices, so every coordinate transformation
     and rounding mode is the reference's own."""
-    from onnx import helper
-    from onnx.reference import ReferenceEvaluator
-
     h, w = hw
     feeds = {"x": np.arange(h * w, dtype=np.float32).reshape(1, 1, h, w)}
     ins = ["x"]
@@ -53,16 +50,7 @@ def resize_source_indices(c: NodeContext, hw: tuple[int, int], out_hw: tuple[int
             ins.append("")
     while ins and ins[-1] == "":
         ins.pop()
-    attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in c.node.attrs.items()}
-    node = helper.make_node("Resize", ins, ["y"], **attrs)
-    graph = helper.make_graph([node], "indices", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(
-        v.dtype), v.shape) for n, v in feeds.items()], [helper.make_empty_tensor_value_info("y")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", c.g.opset)])
-    try:
-        (y,) = ReferenceEvaluator(model).run(None, feeds)
-    except Exception as e:
-        raise c.refuse(f"onnx.reference cannot compute its sampling ({type(e).__name__}: {e})") from None
-    y = np.asarray(y)
+    (y,) = c.run_reference("Resize", ins, ["y"], feeds, c.node.attrs, "onnx.reference computing its sampling")
     if y.shape != (1, 1, *out_hw):
         raise c.refuse(f"resizes {list(hw)} to {list(y.shape[2:])}, not the output's {list(out_hw)}")
     return y.reshape(-1).astype(np.int64)

@@ -53,7 +53,9 @@ def specialize_rounds(text: str, options: Specialize, shapes: dict | None = None
     and inlining then turn arguments inside the clones into constants (a kernel's own helper
     calls), which round 2 specializes, and so on, for at most `options.rounds` rounds or until
     a round makes no clone. The result's text is the last round's output, before the final
-    constprop and O2. The model's float weights go round as bytes (packweights.py)."""
+    constprop and O2. The model's float weights go round as bytes (packweights.py): a build's
+    `link` packed them already; here the rest, e.g. `specialize opt` on a linked.ll with its
+    manifest, where no link ran."""
     packed = packweights.pack(text, shapes or ())
     text = packed.text
     threshold = options.unroll_threshold

@@ -123,23 +123,21 @@ def stack_used(stdout: str, elf: Path) -> int:
 
 def check(result: qemu.RunResult, manifest: Manifest) -> tuple[float, float, bool]:
     """errors() of the outputs a run printed; not ok unless the harness's own comparison agrees."""
-    max_abs, max_rel, ok = errors(read_outputs(result.stdout, manifest), manifest)
-    harness_ok = result.exit_code == 0
-    return max_abs, max_rel, ok and harness_ok  # the two comparisons must agree; if not, trust neither
+    return check_vectors(result, [manifest])
 
 
 _VECTOR = re.compile(r"^vector 0x([0-9a-f]{8}) 0x00000000$", re.M)
 
 
 def check_vectors(result: qemu.RunResult, vectors: list[Manifest]) -> tuple[float, float, bool]:
-    """check() of a run over several inputs (firmware.io_source's `vectors`): each input's
-    outputs follow a `vector K` line (the first's, none)."""
+    """errors() of every input's outputs a run printed (firmware.io_source's `vectors`; the
+    first input's outputs come first, each other's after a `vector K` line)."""
     marks = list(_VECTOR.finditer(result.stdout))
     if [int(m.group(1), 16) for m in marks] != list(range(1, len(vectors))):
         raise UserError(f"firmware printed the outputs of {len(marks) + 1} of {len(vectors)} inputs")
     cuts = [0, *(m.start() for m in marks), len(result.stdout)]
     max_abs = max_rel = 0.0
-    ok = result.exit_code == 0
+    ok = result.exit_code == 0  # the harness's comparison and ours must agree; if not, trust neither
     for k, vec in enumerate(vectors):
         a, r, good = errors(read_outputs(result.stdout[cuts[k]:cuts[k + 1]], vec), vec)
         max_abs, max_rel, ok = max(max_abs, a), max(max_rel, r), ok and good
