@@ -124,8 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     task = functools.partial(_model, out=str(out), options=options, examples=a.examples, jobs=a.jobs,
                              reuse=not a.no_cache)
     done: dict[int, dict] = {}
-    try:  # here one model after another, or the models spread over a Dask cluster's workers
-        for i, r in campaign.run(task, specs, scheduler=a.scheduler):
+    # on a Dask cluster the models spread over its workers; here one after another, each model's
+    # capture beside the previous model's builds
+    done_first = (campaign.run(task, specs, scheduler=a.scheduler) if a.scheduler else campaign.pipelined(
+        functools.partial(_captured, out=str(out), examples=a.examples, reuse=not a.no_cache),
+        functools.partial(_compared, out=str(out), options=options, jobs=a.jobs, reuse=not a.no_cache), specs))
+    try:
+        for i, r in done_first:
             print(r["text"], flush=True)
             done[i] = r
     except UserError as e:
@@ -268,24 +273,41 @@ def _write_reports(reports: Path, r: Results) -> int:
 
 
 def _model(spec: tuple[str, str], out: str, options, examples: int, jobs: int | None, reuse: bool) -> dict:
-    """One model captured and compared (a campaign's task: here or on a cluster's worker): its
-    comparison or error, the text to print, TFLite Micro's arena (a model file) and its profiles."""
+    """One model captured and compared (a campaign's task on a cluster's worker): its comparison
+    or error, the text to print, TFLite Micro's arena (a model file) and its profiles."""
+    return _compared(spec, _captured(spec, out, examples, reuse), out, options, jobs, reuse)
+
+
+def _captured(spec: tuple[str, str], out: str, examples: int, reuse: bool) -> dict:
+    """A model's capture (raises UserError), its seconds and TFLite Micro's arena of a model file."""
+    kind, what = spec
+    start = time.monotonic()
+    if kind == "example":
+        c, arena = capture_again(example_path(what), what, Path(out) / what, reuse=reuse), None
+    else:
+        c = capture_again(Path(what), None, Path(out) / Path(what).stem, examples=examples, reuse=reuse)
+        arena = imported.tflite_micro_arena(imported.read(Path(what)))
+    return {"capture": c, "arena": arena, "seconds": time.monotonic() - start}
+
+
+def _compared(spec: tuple[str, str], got: dict | UserError, out: str, options, jobs: int | None, reuse: bool) -> dict:
+    """The model's comparison from its capture (or the capture's error)."""
     kind, what = spec
     name = what if kind == "example" else Path(what).stem
-    start = time.monotonic()
     r = {"kind": kind, "name": name, "comparison": None, "error": None, "arena": None, "profiles": {}}
+    start = time.monotonic()
     try:
-        if kind == "example":
-            c = capture_again(example_path(name), name, Path(out) / name, reuse=reuse)
-        else:
-            c = capture_again(Path(what), None, Path(out) / name, examples=examples, reuse=reuse)
-            r["arena"] = imported.tflite_micro_arena(imported.read(Path(what)))
+        if isinstance(got, UserError):
+            raise got
+        c, r["arena"] = got["capture"], got["arena"]
         comp = compare(inputs.load(c.model_ll), Path(out) / name / "variants", options, variants.VARIANTS,
                        jobs=jobs, reuse=reuse)
     except UserError as e:
         return r | {"error": str(e), "text": f"### {name}\n\nerror: {e}\n"}
+    # apart: the capture ran beside the previous model's builds
+    took = f"capture {got['seconds']:.0f} s, builds {time.monotonic() - start:.0f} s"
     return r | {"comparison": comp, "profiles": _profiles(Path(out), [comp]) if kind == "example" else {},
-                "text": f"{report.table(comp)}\n({name}: {time.monotonic() - start:.0f} s)\n"}
+                "text": f"{report.table(comp)}\n({name}: {took})\n"}
 
 
 def _write_imported(reports: Path, comparisons: list[report.Comparison], failed: dict, arenas: dict,

@@ -14,6 +14,7 @@ Dask (the `distributed` package) is an optional extra: `pip install 'specializer
 
 from __future__ import annotations
 
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterator
 
@@ -37,6 +38,33 @@ def run(task: Callable, items: list, *, scheduler: str | None = None, jobs: int 
             futures = {pool.submit(task, item): i for i, item in enumerate(items)}
             for f in as_completed(futures):
                 yield futures[f], f.result()
+
+
+def pipelined(first: Callable, second: Callable, items: list) -> Iterator[tuple[int, object]]:
+    """(index, second(item, first(item))) for every item, in order, each item's `first` running in
+    a side process while the previous item's `second` runs here: a model's capture (one core:
+    JAX, then parsing XLA's dumps) beside the previous model's builds, which leave a core idle in
+    their tails. `first` must be picklable; a UserError it raises is handed to `second` as the value."""
+    if not items:
+        return
+    # spawn: this process may hold LLVM and a build pool's threads, which a fork would copy mid-state
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as side:
+        ahead = side.submit(_caught, first, items[0])
+        try:
+            for i, item in enumerate(items):
+                value = ahead.result()
+                if i + 1 < len(items):
+                    ahead = side.submit(_caught, first, items[i + 1])
+                yield i, second(item, value)
+        finally:
+            ahead.cancel()
+
+
+def _caught(fn: Callable, item: object) -> object:
+    try:
+        return fn(item)
+    except UserError as e:
+        return e
 
 
 def _on_cluster(task: Callable, items: list, scheduler: str, connect_seconds: float) -> Iterator[tuple[int, object]]:
