@@ -388,6 +388,53 @@ int32_t arm_depthwise_conv_s8_opt_get_buffer_size(const cmsis_nn_dims *input_dim
 int32_t arm_fully_connected_s8_get_buffer_size(const cmsis_nn_dims *filter_dims);
 
 /*
+ * int4 weights (CMSIS-NN v7.0.0's s4 functions): the same layers as arm_convolve_s8,
+ * arm_depthwise_conv_s8 and arm_fully_connected_s8 -- int8 activations, the same offsets,
+ * requantization and clamp -- with the filter's weights in [-8, 7] packed two a byte in the
+ * filter's row-major order, the first in the low nibble ([1, 2, 3, 4] is 0x21 0x43; an odd
+ * count leaves the last high nibble unused). Dilation must be 1 (only stride and padding are
+ * read). arm_convolve_s4's ctx is not read here; arm_convolve_s4_get_buffer_size gives
+ * arm_convolve_s8's size, as v7.0.0 does, so a caller sized for a checkout fits.
+ */
+arm_cmsis_nn_status arm_convolve_s4(const cmsis_nn_context *ctx,
+                                    const cmsis_nn_conv_params *conv_params,
+                                    const cmsis_nn_per_channel_quant_params *quant_params,
+                                    const cmsis_nn_dims *input_dims,
+                                    const int8_t *input_data,
+                                    const cmsis_nn_dims *filter_dims,
+                                    const int8_t *filter_data,
+                                    const cmsis_nn_dims *bias_dims,
+                                    const int32_t *bias_data,
+                                    const cmsis_nn_dims *output_dims,
+                                    int8_t *output_data);
+
+int32_t arm_convolve_s4_get_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims);
+
+arm_cmsis_nn_status arm_depthwise_conv_s4(const cmsis_nn_context *ctx,
+                                          const cmsis_nn_dw_conv_params *dw_conv_params,
+                                          const cmsis_nn_per_channel_quant_params *quant_params,
+                                          const cmsis_nn_dims *input_dims,
+                                          const int8_t *input,
+                                          const cmsis_nn_dims *filter_dims,
+                                          const int8_t *kernel,
+                                          const cmsis_nn_dims *bias_dims,
+                                          const int32_t *bias,
+                                          const cmsis_nn_dims *output_dims,
+                                          int8_t *output);
+
+arm_cmsis_nn_status arm_fully_connected_s4(const cmsis_nn_context *ctx,
+                                           const cmsis_nn_fc_params *fc_params,
+                                           const cmsis_nn_per_tensor_quant_params *quant_params,
+                                           const cmsis_nn_dims *input_dims,
+                                           const int8_t *input_data,
+                                           const cmsis_nn_dims *filter_dims,
+                                           const int8_t *filter_data,
+                                           const cmsis_nn_dims *bias_dims,
+                                           const int32_t *bias_data,
+                                           const cmsis_nn_dims *output_dims,
+                                           int8_t *output_data);
+
+/*
  * s8 average pooling, TFLite semantics (signature as in CMSIS-NN v6.0.0 and v7.0.0).
  *
  *   ctx           scratch of arm_avgpool_s8_get_buffer_size() bytes (with the DSP extension

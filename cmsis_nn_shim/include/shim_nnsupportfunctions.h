@@ -71,6 +71,14 @@ __STATIC_FORCEINLINE int32_t arm_nn_requantize(const int32_t val, const int32_t 
 
 /* ------------------------------------------------------------------ packed loads */
 
+/* Weight i of an int4 filter packed two a byte, the first in the low nibble (the s4 functions). */
+__STATIC_FORCEINLINE int32_t shim_s4_weight(const int8_t *packed, const int32_t i)
+{
+    const int32_t b = packed[i >> 1];
+    return (i & 1) ? (b >> 4) : ((int32_t)((uint32_t)b << 28) >> 28);
+}
+
+
 /* Four s8 values as one word (unaligned allowed); the _ia forms advance the pointer. */
 __STATIC_FORCEINLINE int32_t arm_nn_read_s8x4(const int8_t *in_s8)
 {

@@ -9,8 +9,9 @@ ahead-of-time compiler does, and O2 sees the form's own code at the call --, ful
 -> arm_fully_connected_s8. Where the form a wrapper would pick is not exact for the block (v7.0.0's 1x1 forms assume no bottom/right padding, its
 3x3 depthwise form a window's middle column inside the input, its _opt form every window
 overlapping the input's rows), the block calls arm_convolve_s8 (upscale_dims NULL) /
-arm_depthwise_conv_s8 directly; the capture log says which form and why. Arguments and struct
-fields are given by name; specializer/library/cmsis_api.py's tables put them in C's order.
+arm_depthwise_conv_s8 directly; the capture log says which form and why. A block with int4
+weights (its op ends in _s4; the filter operand is packed) calls arm_convolve_s4,
+arm_depthwise_conv_s4 or arm_fully_connected_s4. Arguments and struct fields are given by name; specializer/library/cmsis_api.py's tables put them in C's order.
 
 The scratch buffer (cmsis_nn_context.buf) is the memory plan's shared scratch global, sized
 with v7.0.0's *_get_buffer_size formulas for a DSP core without Helium built by clang
@@ -23,10 +24,12 @@ every block left to XLA and logs why.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from specializer.capture.libcalls import Operand
 from specializer.capture.thunks import Const, LibCall
 from specializer.library import cmsis_api
+from specializer.quant.params import packed_size
 
 
 class NotLowerable(Exception):
@@ -156,6 +159,50 @@ def _overlap(a: Operand, b: Operand) -> bool:
     return x.alloc == y.alloc and x.offset < y.offset + y.size and y.offset < x.offset + x.size
 
 
+def _filter(w: Operand, p: dict, dims, scope: str) -> None:
+    """The filter operand: int8 of the block's filter shape, or its int4 weights packed (1-D)."""
+    if p.get("weight_bits", 8) == 4:
+        _check(w, "s8", (packed_size(math.prod(dims)),), "packed int4 filter", scope)
+    else:
+        _check(w, "s8", dims, "filter", scope)
+
+
+def _window(p: dict) -> dict:
+    (top, _), (left, _) = p["padding"]
+    sh, sw = p["stride"]
+    return {"input_offset": p["input_offset"], "output_offset": p["output_offset"],
+            "stride": {"w": sw, "h": sh}, "padding": {"w": left, "h": top}, "dilation": {"w": 1, "h": 1},
+            "activation": _activation(p["activation"])}
+
+
+def _conv_s4(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out: Operand) -> LibCall:
+    """arm_convolve_s4 / arm_depthwise_conv_s4, the general functions (their wrappers' other forms
+    need shapes the general ones cover; the shim has only these), scratch as v7.0.0 sizes it."""
+    conv = p["op"] == "convolve_s4"
+    cout = p["filter_dims"][0] if conv else p["filter_dims"][3]
+    _check(x, "s8", p["input_dims"], "input", scope)
+    _filter(w, p, p["filter_dims"], scope)
+    _check(out, "s8", p["output_dims"], "output", scope)
+    if bias is not None:
+        _check(bias, "s32", (cout,), "bias", scope)
+    data = dict(input_dims=_dims(f"{scope}.input_dims", p["input_dims"]),
+                filter_dims=_dims(f"{scope}.filter_dims", p["filter_dims"]),
+                bias_dims=_dims(f"{scope}.bias_dims", (1, 1, 1, cout)),
+                output_dims=_dims(f"{scope}.output_dims", p["output_dims"]),
+                quant_params=_per_channel(scope, p["multipliers"], p["shifts"], cout))
+    bias_slice = bias.slice if bias else None
+    if conv:  # arm_convolve_s4_get_buffer_size: arm_convolve_s8's
+        scratch = convolve_s8_buffer_size(p["filter_dims"], p["input_dims"][3])
+        return _call("arm_convolve_s4", scratch, ctx=_context(f"{scope}.ctx", scratch),
+                     conv_params=_struct(f"{scope}.params", "cmsis_nn_conv_params", **_window(p)),
+                     input_data=x.slice, filter_data=w.slice, bias_data=bias_slice, output_data=out.slice, **data)
+    # v7.0.0 names this function's data parameters input, kernel, bias, output
+    return _call("arm_depthwise_conv_s4", 0, ctx=_context(f"{scope}.ctx", 0),
+                 dw_conv_params=_struct(f"{scope}.params", "cmsis_nn_dw_conv_params", ch_mult=p["ch_mult"],
+                                        **_window(p)),
+                 input=x.slice, kernel=w.slice, bias=bias_slice, output=out.slice, **data)
+
+
 def _conv(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out: Operand) -> LibCall:
     op = p["op"]
     cout = p["filter_dims"][0] if op == "convolve_s8" else p["filter_dims"][3]
@@ -164,11 +211,7 @@ def _conv(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out
     _check(out, "s8", p["output_dims"], "output", scope)
     if bias is not None:
         _check(bias, "s32", (cout,), "bias", scope)
-    (top, _), (left, _) = p["padding"]
-    sh, sw = p["stride"]
-    window = {"input_offset": p["input_offset"], "output_offset": p["output_offset"],
-              "stride": {"w": sw, "h": sh}, "padding": {"w": left, "h": top}, "dilation": {"w": 1, "h": 1},
-              "activation": _activation(p["activation"])}
+    window = _window(p)
     if op == "convolve_s8":
         form = convolve_wrapper_s8_form(p)
         fn, scratch, generic = "arm_convolve_wrapper_s8", convolve_wrapper_s8_buffer_size(p), "arm_convolve_s8"
@@ -198,18 +241,19 @@ def _conv(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out
 
 def _fc(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out: Operand) -> LibCall:
     batch, n_in, n_out = p["batch"], p["in_features"], p["out_features"]
+    fn = f"arm_{p['op']}"  # arm_fully_connected_s8, or _s4 with the filter packed
     _check(x, "s8", (batch, n_in), "input", scope)
-    _check(w, "s8", (n_out, n_in), "filter", scope)
+    _filter(w, p, (n_out, n_in), scope)
     _check(out, "s8", (batch, n_out), "output", scope)
     if bias is not None:
         _check(bias, "s32", (n_out,), "bias", scope)
     if len(p["multipliers"]) != 1:
-        raise NotLowerable(f"{scope}: arm_fully_connected_s8 takes one multiplier per tensor")
+        raise NotLowerable(f"{scope}: {fn} takes one multiplier per tensor")
     fc = _struct(f"{scope}.params", "cmsis_nn_fc_params", input_offset=p["input_offset"], filter_offset=0,
                  output_offset=p["output_offset"], activation=_activation(p["activation"]))
     quant = _struct(f"{scope}.quant_params", "cmsis_nn_per_tensor_quant_params", multiplier=p["multipliers"][0],
                     shift=p["shifts"][0])
-    return _call("arm_fully_connected_s8", ctx=_context(f"{scope}.ctx", 0), fc_params=fc, quant_params=quant,
+    return _call(fn, ctx=_context(f"{scope}.ctx", 0), fc_params=fc, quant_params=quant,
                  input_dims=_dims(f"{scope}.input_dims", (batch, 1, 1, n_in)), input_data=x.slice,
                  filter_dims=_dims(f"{scope}.filter_dims", (n_in, 1, 1, n_out)), filter_data=w.slice,
                  bias_dims=_dims(f"{scope}.bias_dims", (1, 1, 1, n_out)), bias_data=bias.slice if bias else None,
@@ -252,7 +296,8 @@ def _transpose_conv(scope: str, p: dict, x: Operand, w: Operand, bias: Operand |
 
 
 _LOWER = {"convolve_s8": _conv, "depthwise_conv_s8": _conv, "fully_connected_s8": _fc,
-          "transpose_conv_s8": _transpose_conv}
+          "transpose_conv_s8": _transpose_conv, "convolve_s4": _conv_s4, "depthwise_conv_s4": _conv_s4,
+          "fully_connected_s4": _fc}
 
 
 def lower(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:

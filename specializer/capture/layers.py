@@ -136,8 +136,10 @@ def of_quantized(model, inputs: dict, params: dict, source: str) -> Layers:
         o = Tensor(tuple(o.shape), str(o.dtype))
         ws = [np.asarray(params[n]) for n in (s.weight, s.bias) if n]
         filt = None
-        if s.kind in ("conv", "depthwise", "dense") and ws:  # stored OHWI, 1HWC, [out, in] as TFLite's
-            filt = tuple(ws[0].shape)
+        if s.kind in ("conv", "depthwise") and ws:  # OHWI, 1HWC as TFLite's (int4: stored packed, 1-D)
+            filt = tuple(s.block.filter_dims)
+        elif s.kind == "dense" and ws:  # [out, in]
+            filt = (s.block.out_features, s.block.in_features)
         n_macs = s.block.macs() if hasattr(s.block, "macs") else macs(s.kind, filt, o)  # tconv: its own count
         out.append(Layer(k, s.kind, model.scope(k), model.scope(k), ins, (o,), n_macs,
                          sum(w.nbytes for w in ws), sum(t.bytes for t in ins) + o.bytes, snrs[k]))

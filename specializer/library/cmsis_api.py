@@ -98,6 +98,14 @@ FUNCTIONS = (
     Function("arm_fully_connected_s8", _STATUS,
              _layer("cmsis_nn_fc_params", "cmsis_nn_per_tensor_quant_params") + _OUT),
     Function("arm_fully_connected_s8_get_buffer_size", "int32_t", ((_DIMS, "filter_dims"),)),
+    # int4 weights, packed two a byte (quantize(weight_bits=4)): the general functions
+    Function("arm_convolve_s4", _STATUS, _CONV),
+    Function("arm_convolve_s4_get_buffer_size", "int32_t", ((_DIMS, "input_dims"), (_DIMS, "filter_dims"))),
+    Function("arm_depthwise_conv_s4", _STATUS,
+             _DW[:4] + ((_S8, "input"), (_DIMS, "filter_dims"), (_S8, "kernel"), (_DIMS, "bias_dims"),
+                        ("const int32_t *", "bias"), (_DIMS, "output_dims"), ("int8_t *", "output"))),
+    Function("arm_fully_connected_s4", _STATUS,
+             _layer("cmsis_nn_fc_params", "cmsis_nn_per_tensor_quant_params") + _OUT),
     # the activation blocks (cmsis_calls_act.py)
     Function("arm_avgpool_s8", _STATUS, _POOL),
     Function("arm_avgpool_s8_get_buffer_size", "int32_t", (("const int", "dim_dst_width"), ("const int", "ch_src"))),

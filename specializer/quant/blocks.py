@@ -22,7 +22,7 @@ from specializer.quant import calls
 from specializer.quant.fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
                          one_over_one_plus_x_for_x_in_0_1, requantize)
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams, Pair,
-                     PoolParams, SoftmaxParams, TransposeConvParams)
+                     PoolParams, SoftmaxParams, TransposeConvParams, packed_size)
 
 
 
@@ -92,6 +92,34 @@ def _check(x, shape, dtype, what: str, p) -> None:
                          f"got {x.dtype}{list(x.shape)}")
 
 
+def pack_int4(w) -> np.ndarray:
+    """int4 weights (int8 values in [-8, 7]) packed as CMSIS-NN's s4 functions and TFLite read them:
+    two a byte in row-major order, the first in the low nibble; an odd count's last high nibble 0."""
+    v = np.asarray(w, np.int8).reshape(-1)
+    if v.size and (v.min() < -8 or v.max() > 7):
+        raise ValueError(f"pack_int4: values in [{v.min()}, {v.max()}] do not fit in 4 bits")
+    v = np.concatenate([v, np.zeros(v.size % 2, np.int8)]).astype(np.uint8) & 0xF
+    return (v[0::2] | (v[1::2] << 4)).astype(np.uint8).view(np.int8)
+
+
+def unpack_int4(packed, shape):
+    """The int8 values of int4 weights packed by pack_int4, shaped `shape` (JAX: the reference
+    computes from the same bytes the CMSIS-NN call reads)."""
+    n = int(np.prod(shape))
+    lo = jnp.right_shift(jnp.left_shift(packed, jnp.int8(4)), jnp.int8(4))  # sign-extend the low nibble
+    hi = jnp.right_shift(packed, jnp.int8(4))
+    return jnp.stack([lo, hi], axis=-1).reshape(-1)[:n].reshape(shape)
+
+
+def _filter(w, dims, p):
+    """Block p's filter as int8 values of shape `dims`; an int4 block's comes packed (1-D)."""
+    if getattr(p, "weight_bits", 8) == 4:
+        _check(w, (packed_size(int(np.prod(dims))),), jnp.int8, "packed int4 filter", p)
+        return unpack_int4(w, dims)
+    _check(w, dims, jnp.int8, "filter", p)
+    return w
+
+
 def _finish(acc, multipliers, shifts, output_offset: int, activation: Pair):
     """Per-channel requantization, output offset, activation clamp, int8 (every s8 kernel's tail)."""
     m = multipliers[0] if len(multipliers) == 1 else np.asarray(multipliers, np.int64)
@@ -121,12 +149,12 @@ def _pad_with_zero_point(x, padding, input_offset: int):
 
 
 def conv2d(x, w, bias, p: ConvParams):
-    """arm_convolve_s8. x int8 NHWC, w int8 [Cout, KH, KW, Cin], bias int32 [Cout] or None."""
+    """arm_convolve_s8. x int8 NHWC, w int8 [Cout, KH, KW, Cin] (int4: packed), bias int32 [Cout] or None."""
     _check(x, p.input_dims, jnp.int8, "input", p)
-    _check(w, p.filter_dims, jnp.int8, "filter", p)
+    packed, w = w, _filter(w, p.filter_dims, p)
     cout, kh, kw, cin = p.filter_dims
     n, oh, ow, _ = p.output_dims
-    lowered = calls.call(p, p.output_dims, *_operands(x, w, bias, cout, p))
+    lowered = calls.call(p, p.output_dims, *_operands(x, packed, bias, cout, p))
     if lowered is not None:
         return lowered
     with jax.named_scope(p.scope):
@@ -146,12 +174,12 @@ def conv2d(x, w, bias, p: ConvParams):
 
 
 def depthwise_conv2d(x, w, bias, p: DepthwiseParams):
-    """arm_depthwise_conv_s8. x int8 NHWC, w int8 [1, KH, KW, Cin * ch_mult], bias int32."""
+    """arm_depthwise_conv_s8. x int8 NHWC, w int8 [1, KH, KW, Cin * ch_mult] (int4: packed), bias int32."""
     _check(x, p.input_dims, jnp.int8, "input", p)
-    _check(w, p.filter_dims, jnp.int8, "filter", p)
+    packed, w = w, _filter(w, p.filter_dims, p)
     _, kh, kw, cout = p.filter_dims
     _, oh, ow, _ = p.output_dims
-    lowered = calls.call(p, p.output_dims, *_operands(x, w, bias, cout, p))
+    lowered = calls.call(p, p.output_dims, *_operands(x, packed, bias, cout, p))
     if lowered is not None:
         return lowered
     with jax.named_scope(p.scope):
@@ -208,10 +236,10 @@ def transpose_conv2d(x, w, bias, p: TransposeConvParams):
 
 
 def fully_connected(x, w, bias, p: FullyConnectedParams):
-    """arm_fully_connected_s8. x int8 [batch, in], w int8 [out, in], bias int32 [out] or None."""
+    """arm_fully_connected_s8. x int8 [batch, in], w int8 [out, in] (int4: packed), bias int32 [out] or None."""
     _check(x, (p.batch, p.in_features), jnp.int8, "input", p)
-    _check(w, (p.out_features, p.in_features), jnp.int8, "filter", p)
-    lowered = calls.call(p, (p.batch, p.out_features), *_operands(x, w, bias, p.out_features, p))
+    packed, w = w, _filter(w, (p.out_features, p.in_features), p)
+    lowered = calls.call(p, (p.batch, p.out_features), *_operands(x, packed, bias, p.out_features, p))
     if lowered is not None:
         return lowered
     with jax.named_scope(p.scope):

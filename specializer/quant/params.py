@@ -45,7 +45,28 @@ class _Block:
         return name
 
     def to_dict(self) -> dict:
-        return {"op": self.op, **{k: _lists(v) for k, v in dataclasses.asdict(self).items()}}
+        d = dataclasses.asdict(self)
+        if d.get("weight_bits") == 8:  # the default: an int8 block's dict as before int4 weights
+            del d["weight_bits"]
+        return {"op": self.op, **{k: _lists(v) for k, v in d.items()}}
+
+
+# int4 weights (CMSIS-NN's s4 functions): the filter travels packed, two weights a byte in its
+# row-major order, the first in the low nibble (CMSIS-NN's and TFLite's packing), values in
+# [-7, 7]. The field is left out of repr (the scope's digest) so an int8 block is named as before;
+# an int4 block's op, and so its scope and custom call, end in _s4 instead.
+def _weight_bits() -> int:
+    return dataclasses.field(default=8, repr=False)
+
+
+def packed_size(n: int) -> int:
+    """Bytes of n int4 weights, packed."""
+    return (n + 1) // 2
+
+
+def _check_bits(bits: int, where: str) -> None:
+    if bits not in (4, 8):
+        raise ValueError(f"{where}: weight_bits must be 8 or 4, got {bits}")
 
 
 def _lists(v):
@@ -78,7 +99,6 @@ class ConvParams(_Block):
     """arm_convolve_s8: NHWC input, OHWI filter [Cout, KH, KW, Cin], per-output-channel
     requantization. padding is ((top, bottom), (left, right)); CMSIS-NN's conv_params.padding
     is (top, left), the bottom/right padding follows from output_dims."""
-    op: ClassVar[str] = "convolve_s8"
     input_dims: tuple[int, int, int, int]
     filter_dims: tuple[int, int, int, int]
     output_dims: tuple[int, int, int, int]
@@ -90,8 +110,14 @@ class ConvParams(_Block):
     multipliers: tuple[int, ...]
     shifts: tuple[int, ...]
     dilation: Pair = (1, 1)  # (h, w): tap (i, j) reads input pixel (y + i * dh, x + j * dw)
+    weight_bits: int = _weight_bits()  # 4: arm_convolve_s4, the filter packed
+
+    @property
+    def op(self) -> str:
+        return f"convolve_s{self.weight_bits}"
 
     def __post_init__(self):
+        _check_bits(self.weight_bits, self.op)
         _check_act(self.activation, self.op)
         _check_quant(self.multipliers, self.shifts, self.filter_dims[0], self.op)
         _check_dilation(self.dilation, self.op)
@@ -101,7 +127,6 @@ class ConvParams(_Block):
 class DepthwiseParams(_Block):
     """arm_depthwise_conv_s8: NHWC input, filter [1, KH, KW, Cin * ch_mult]; output channel
     c * ch_mult + m reads input channel c."""
-    op: ClassVar[str] = "depthwise_conv_s8"
     input_dims: tuple[int, int, int, int]
     filter_dims: tuple[int, int, int, int]
     output_dims: tuple[int, int, int, int]
@@ -114,8 +139,14 @@ class DepthwiseParams(_Block):
     multipliers: tuple[int, ...]
     shifts: tuple[int, ...]
     dilation: Pair = (1, 1)
+    weight_bits: int = _weight_bits()  # 4: arm_depthwise_conv_s4, the filter packed
+
+    @property
+    def op(self) -> str:
+        return f"depthwise_conv_s{self.weight_bits}"
 
     def __post_init__(self):
+        _check_bits(self.weight_bits, self.op)
         _check_act(self.activation, self.op)
         _check_quant(self.multipliers, self.shifts, self.filter_dims[3], self.op)
         _check_dilation(self.dilation, self.op)
@@ -163,7 +194,6 @@ class TransposeConvParams(_Block):
 class FullyConnectedParams(_Block):
     """arm_fully_connected_s8: input [batch, in], filter [out, in] (TFLite's layout); one
     multiplier/shift (per tensor) or one per output."""
-    op: ClassVar[str] = "fully_connected_s8"
     batch: int
     in_features: int
     out_features: int
@@ -172,8 +202,14 @@ class FullyConnectedParams(_Block):
     activation: Pair
     multipliers: tuple[int, ...]
     shifts: tuple[int, ...]
+    weight_bits: int = _weight_bits()  # 4: arm_fully_connected_s4, the filter packed
+
+    @property
+    def op(self) -> str:
+        return f"fully_connected_s{self.weight_bits}"
 
     def __post_init__(self):
+        _check_bits(self.weight_bits, self.op)
         _check_act(self.activation, self.op)
         _check_quant(self.multipliers, self.shifts, self.out_features, self.op)
 

@@ -201,14 +201,17 @@ def _calibrate(g: Graph, names: list[str], samples: Sequence[dict]) -> dict:
     return {id(layer): (lo[i], hi[i]) for i, layer in enumerate(g.layers)}
 
 
-def _weight_scales(w: np.ndarray, per_channel: bool) -> np.ndarray:
-    """Symmetric int8: scale = max|w| / 127 over the last (output) axis or the whole tensor."""
+def _weight_scales(w: np.ndarray, per_channel: bool, bits: int = 8) -> np.ndarray:
+    """Symmetric: scale = max|w| / 127 (int4: / 7) over the last (output) axis or the whole tensor."""
     amax = np.abs(w).reshape(-1, w.shape[-1]).max(axis=0) if per_channel else np.array([np.abs(w).max()])
-    return np.where(amax > 0, amax / 127.0, 1.0)
+    return np.where(amax > 0, amax / _QMAX[bits], 1.0)
 
 
-def _quant_weights(w, scales):
-    return np.clip(np.round(w / scales), -127, 127).astype(np.int8)
+_QMAX = {8: 127, 4: 7}  # symmetric ranges: TFLite's int8 [-127, 127] and int4 [-7, 7]
+
+
+def _quant_weights(w, scales, bits: int = 8):
+    return np.clip(np.round(w / scales), -_QMAX[bits], _QMAX[bits]).astype(np.int8)
 
 
 def _mults(real) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -216,10 +219,16 @@ def _mults(real) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(m for m, _ in ms), tuple(s for _, s in ms)
 
 
-def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], name: str | None = None):
+def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], name: str | None = None,
+             weight_bits: int = 8):
     """Quantize float model `fn` (parameters: its inputs, then weights given in `params`) with
     min/max calibration over `calibration_inputs` (a list of {input name: float array}).
-    Returns (model, qparams): model(**int8_inputs, **qparams) gives the int8 outputs."""
+    Returns (model, qparams): model(**int8_inputs, **qparams) gives the int8 outputs.
+    `weight_bits=4`: conv, depthwise and dense weights symmetric int4 ([-7, 7], scales as for
+    int8), kept packed two a byte (blocks.pack_int4) and run by CMSIS-NN's s4 functions, for half
+    the weights' flash; transposed convolutions keep int8 (CMSIS-NN has no s4 one)."""
+    if weight_bits not in _QMAX:
+        raise QuantizeError(f"quantize: weight_bits={weight_bits!r}: 8 or 4")
     names = [n for n in inspect.signature(fn).parameters]
     input_names = [n for n in names if n not in params]
     unknown = [k for k in params if k not in names]
@@ -257,7 +266,7 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
             continue
         src = [index[id(p)] for p in layer.ins]
         qin = qp[src[0]]
-        step, q = _layer(layer, i, qin, [qp[s] for s in src], ranges[id(layer)], src, qparams, pname)
+        step, q = _layer(layer, i, qin, [qp[s] for s in src], ranges[id(layer)], src, qparams, pname, weight_bits)
         steps.append(step)
         qp.append(q)
     by_out = {layer.out: i for i, layer in enumerate(g.layers)}
@@ -271,7 +280,7 @@ def _act(relu: bool, q: QParams) -> tuple[int, int]:
     return (max(-128, q.zero_point), 127) if relu else (-128, 127)
 
 
-def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname):
+def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, weight_bits: int = 8):
     a = layer.attrs
     x_shape = tuple(layer.ins[0].out.aval.shape)
     out_shape = tuple(layer.out.aval.shape)
@@ -279,7 +288,8 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname):
         q = activation_qparams(*rng)
         w = a["w"]
         per_channel = layer.kind != "dense"
-        ws = _weight_scales(w, per_channel)
+        bits = 8 if layer.kind == "tconv" else weight_bits
+        ws = _weight_scales(w, per_channel, bits)
         bias = a.get("bias")
         wname = pname(a["w_var"], f"w{i}")
         bname = pname(a["b_var"], f"b{i}") if bias is not None else None
@@ -291,9 +301,9 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname):
                       activation=_act(layer.relu, q), multipliers=mults, shifts=shifts)
         if layer.kind == "conv":
             kh, kw, cin, cout = w.shape
-            qparams[wname] = _quant_weights(w, ws).transpose(3, 0, 1, 2)  # HWIO -> OHWI
+            qparams[wname] = _quant_weights(w, ws, bits).transpose(3, 0, 1, 2)  # HWIO -> OHWI
             block = ConvParams(input_dims=x_shape, filter_dims=(cout, kh, kw, cin), output_dims=out_shape,
-                               stride=a["stride"], padding=a["padding"], **common)
+                               stride=a["stride"], padding=a["padding"], weight_bits=bits, **common)
         elif layer.kind == "tconv":
             kh, kw, cin, cout = w.shape
             # HWIO as XLA's stride-1 window reads it -> OHWI reversed, as TRANSPOSE_CONV scatters
@@ -302,13 +312,16 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname):
                                         stride=a["stride"], padding=a["padding"], **common)
         elif layer.kind == "depthwise":
             kh, kw, _, cout = w.shape
-            qparams[wname] = _quant_weights(w, ws).transpose(2, 0, 1, 3)  # HW1C -> 1HWC
+            qparams[wname] = _quant_weights(w, ws, bits).transpose(2, 0, 1, 3)  # HW1C -> 1HWC
             block = DepthwiseParams(input_dims=x_shape, filter_dims=(1, kh, kw, cout), output_dims=out_shape,
-                                    ch_mult=a["ch_mult"], stride=a["stride"], padding=a["padding"], **common)
+                                    ch_mult=a["ch_mult"], stride=a["stride"], padding=a["padding"],
+                                    weight_bits=bits, **common)
         else:
-            qparams[wname] = np.ascontiguousarray(_quant_weights(w, ws).T)  # [in, out] -> [out, in]
+            qparams[wname] = np.ascontiguousarray(_quant_weights(w, ws, bits).T)  # [in, out] -> [out, in]
             block = FullyConnectedParams(batch=x_shape[0], in_features=w.shape[0], out_features=w.shape[1],
-                                         **common)
+                                         weight_bits=bits, **common)
+        if bits == 4:  # kept as the s4 functions read them (and TFLite's file holds them)
+            qparams[wname] = blocks.pack_int4(qparams[wname])
         if bias is not None:
             qparams[bname] = qparams_b
         return Step(layer.kind, block, tuple(src), wname, bname), q

@@ -70,6 +70,8 @@ CMSIS_NN = {
     "arm_depthwise_conv_wrapper_s8": _depthwise, "arm_depthwise_conv_s8": _depthwise,
     "arm_depthwise_conv_3x3_s8": _depthwise, "arm_depthwise_conv_s8_opt": _depthwise,
     "arm_fully_connected_s8": _fully_connected,
+    # int4 weights: the same sums
+    "arm_convolve_s4": _conv, "arm_depthwise_conv_s4": _depthwise, "arm_fully_connected_s4": _fully_connected,
     "arm_transpose_conv_s8": _transpose_conv,
     "arm_svdf_state_s16_s8": _svdf,
     "arm_lstm_unidirectional_s8": _lstm,
