@@ -30,7 +30,7 @@ def test_packing_is_cmsis_nns():
         pack_int4(np.array([3, 8]))
 
 
-def _conv_s4(lib, c):
+def _conv_s4(lib, c, scratch: bool):
     nb, ih, iw, ic = c["inp"].shape
     oc, kh, kw, _ = c["filt"].shape
     oh, ow = c["out_hw"]
@@ -39,7 +39,10 @@ def _conv_s4(lib, c):
                         padding=tile(c["pad"]), dilation=tile((1, 1)),
                         activation=Activation(min=c["act"][0], max=c["act"][1]))
     packed = pack_int4(c["filt"])
-    st = nn_call(lib, "arm_convolve_s4", ctx=ctypes.byref(Context(buf=None, size=0)), conv_params=ctypes.byref(params),
+    size = lib.arm_convolve_s4_get_buffer_size(ctypes.byref(Dims(nb, ih, iw, ic)), ctypes.byref(Dims(oc, kh, kw, ic)))
+    buf = np.zeros(size // 2 + 2, np.int16)  # two int16 columns (the s8 function's size, as v7.0.0's)
+    ctx = Context(buf=buf.ctypes.data if scratch else None, size=size)
+    st = nn_call(lib, "arm_convolve_s4", ctx=ctypes.byref(ctx), conv_params=ctypes.byref(params),
                  quant_params=ctypes.byref(PerChannel(multiplier=c["mult"].ctypes.data, shift=c["shift"].ctypes.data)),
                  input_dims=ctypes.byref(Dims(nb, ih, iw, ic)), input_data=ptr(c["inp"]),
                  filter_dims=ctypes.byref(Dims(oc, kh, kw, ic)), filter_data=ptr(packed),
@@ -91,10 +94,16 @@ def test_convolve_s4_is_the_s8_layer_of_its_weights(host):
              conv_case(rng, 2, 7, 6, 5, 6, 3, 3, stride=(2, 1), pad=(1, 1)),
              conv_case(rng, 1, 9, 8, 7, 3, 3, 3, stride=(2, 2), pad=(1, 1), bias=False),  # rows of 63: mid-byte
              conv_case(rng, 1, 6, 6, 9, 7, 1, 1),
-             conv_case(rng, 1, 1, 1, 1, 1, 1, 1)]
+             conv_case(rng, 1, 1, 1, 1, 1, 1, 1),
+             # rows a multiple of 8 weights: the two-pixel path with a scratch buffer (an odd pixel count)
+             conv_case(rng, 1, 6, 5, 8, 5, 3, 3, pad=(1, 1)),
+             conv_case(rng, 2, 5, 5, 16, 3, 1, 1),
+             conv_case(rng, 1, 7, 7, 2, 4, 2, 2, stride=(2, 2), pad=(1, 1), bias=False)]
     for i, c in enumerate(cases):
         c = _int4(rng, c, "filt")
-        assert np.array_equal(_conv_s4(host, c), ref_conv(c)), i
+        want = ref_conv(c)
+        assert np.array_equal(_conv_s4(host, c, scratch=True), want), i
+        assert np.array_equal(_conv_s4(host, c, scratch=False), want), i
     assert len(np.unique(ref_conv(cases[1]))) > 20  # outputs spread, not all clamped
 
 
@@ -103,7 +112,11 @@ def test_depthwise_conv_s4_is_the_s8_layer_of_its_weights(host):
     cases = [dw_case(rng, 1, 6, 5, 5, 1, 3, 3, pad=((1, 1), (1, 1))),
              dw_case(rng, 1, 7, 8, 7, 2, 3, 3, stride=(2, 2), pad=((0, 1), (0, 1))),  # multiplier 2, 14 channels
              dw_case(rng, 2, 5, 6, 3, 3, 2, 3, pad=((0, 1), (1, 1)), bias=False),  # multiplier 3, 9 channels
-             dw_case(rng, 1, 4, 4, 1, 1, 1, 1)]
+             dw_case(rng, 1, 4, 4, 1, 1, 1, 1),
+             dw_case(rng, 1, 5, 4, 3, 1, 3, 3, pad=((1, 1), (1, 1))),  # odd channel count: one at a time
+             dw_case(rng, 1, 6, 5, 8, 1, 3, 3, pad=((1, 1), (1, 1))),  # multiplier 1, 8 channels: in fours
+             dw_case(rng, 2, 7, 6, 12, 1, 3, 3, stride=(2, 2), pad=((0, 1), (0, 1)), bias=False),
+             dw_case(rng, 1, 5, 5, 2, 2, 3, 3, pad=((1, 1), (1, 1)))]  # multiplier 2, 4 channels: in pairs
     for i, c in enumerate(cases):
         c = _int4(rng, c, "filt")
         assert np.array_equal(_dw_s4(host, c), ref_dw(c)), i
@@ -113,7 +126,8 @@ def test_depthwise_conv_s4_is_the_s8_layer_of_its_weights(host):
 def test_fully_connected_s4_is_the_s8_layer_of_its_weights(host):
     rng = np.random.default_rng(42)
     cases = [fc_case(rng, 1, 1, 1), fc_case(rng, 2, 19, 7), fc_case(rng, 1, 23, 9, bias=False),
-             fc_case(rng, 3, 32, 10)]
+             fc_case(rng, 3, 32, 10),
+             fc_case(rng, 1, 8, 7), fc_case(rng, 2, 48, 5, bias=False)]  # rows of 8k: two at a time, one left
     for i, c in enumerate(cases):
         c = _int4(rng, c, "w")
         assert np.array_equal(_fc_s4(host, c).ravel(), ref_fc(c).ravel()), i

@@ -71,14 +71,6 @@ __STATIC_FORCEINLINE int32_t arm_nn_requantize(const int32_t val, const int32_t 
 
 /* ------------------------------------------------------------------ packed loads */
 
-/* Weight i of an int4 filter packed two a byte, the first in the low nibble (the s4 functions). */
-__STATIC_FORCEINLINE int32_t shim_s4_weight(const int8_t *packed, const int32_t i)
-{
-    const int32_t b = packed[i >> 1];
-    return (i & 1) ? (b >> 4) : ((int32_t)((uint32_t)b << 28) >> 28);
-}
-
-
 /* Four s8 values as one word (unaligned allowed); the _ia forms advance the pointer. */
 __STATIC_FORCEINLINE int32_t arm_nn_read_s8x4(const int8_t *in_s8)
 {
@@ -130,6 +122,47 @@ __STATIC_FORCEINLINE int32_t arm_nn_read_q15x2_ia(const int16_t **in_q15)
     *in_q15 += 2;
     return v;
 }
+
+/* ------------------------------------------------------------------ int4 weights */
+
+/* Weight i of an int4 filter packed two a byte, the first in the low nibble (the s4 functions). */
+__STATIC_FORCEINLINE int32_t shim_s4_weight(const int8_t *packed, const int32_t i)
+{
+    const int32_t b = packed[i >> 1];
+    return (i & 1) ? (b >> 4) : ((int32_t)((uint32_t)b << 28) >> 28);
+}
+
+/*
+ * Eight int4 weights at once: a word w of packed weights w0..w7 splits into its low nibbles
+ * (w << 4) & 0xF0F0F0F0 = bytes (16 w0, 16 w2, 16 w4, 16 w6) and its high ones w & 0xF0F0F0F0 =
+ * (16 w1, 16 w3, 16 w5, 16 w7); SXTB16 and SXTB16 ROR 8 of each give the halfword pairs
+ * (w0, w4) (w2, w6) (w1, w5) (w3, w7), times 16. Inputs stored in that order (shim_s4_slot) meet
+ * them in four SMLADs: 16 times the dot, exact, divided by 16 at the end (an arithmetic shift:
+ * every term is a multiple of 16), as long as 16 x the dot fits 32 bits (depth <= 65536).
+ */
+__STATIC_FORCEINLINE int32_t shim_s4_slot(const int32_t k)
+{
+    return (k & ~7) | ((k & 1) << 2) | (k & 2) | ((k >> 2) & 1);
+}
+
+__STATIC_FORCEINLINE uint32_t shim_s4_dot8(const uint32_t w, const int16_t *c, uint32_t acc)
+{
+    const uint32_t lo = (w << 4) & 0xF0F0F0F0u;
+    const uint32_t hi = w & 0xF0F0F0F0u;
+#if defined(ARM_MATH_DSP)
+    acc = __SMLAD(__SXTB16(lo), (uint32_t)arm_nn_read_q15x2(c), acc);
+    acc = __SMLAD(__SXTB16_RORn(lo, 8), (uint32_t)arm_nn_read_q15x2(c + 2), acc);
+    acc = __SMLAD(__SXTB16(hi), (uint32_t)arm_nn_read_q15x2(c + 4), acc);
+    acc = __SMLAD(__SXTB16_RORn(hi, 8), (uint32_t)arm_nn_read_q15x2(c + 6), acc);
+#else /* the same sums in plain C: byte k of lo / hi is weight 2k / 2k + 1, times 16 */
+    for (int32_t k = 0; k < 4; k++) {
+        acc += (uint32_t)((int8_t)(lo >> (8 * k)) * c[shim_s4_slot(2 * k)]);
+        acc += (uint32_t)((int8_t)(hi >> (8 * k)) * c[shim_s4_slot(2 * k + 1)]);
+    }
+#endif
+    return acc;
+}
+
 
 /* ------------------------------------------------------------------ matrix kernels */
 

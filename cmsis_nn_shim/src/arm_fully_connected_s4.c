@@ -1,10 +1,41 @@
 /*
  * arm_fully_connected_s4 (cmsis_nn_shim): arm_fully_connected_s8's layer with int4 weights
- * packed two a byte over the whole [C_OUT][N] filter (a row of odd length N starts mid-byte;
- * see shim_nnfunctions.h).
+ * packed two a byte over the whole [C_OUT][N] filter (see shim_nnfunctions.h).
+ *
+ * N a multiple of 8 (every row starts on a word): two rows at a time, each 8 inputs widened
+ * with the input offset into the order shim_s4_dot8 meets a packed word's weights -- with the
+ * DSP extension SXTAB16 gives (x0, x2) (x1, x3) (x4, x6) (x5, x7) and PKHBT / PKHTB pair them
+ * as (x0, x4) (x2, x6) (x1, x5) (x3, x7) -- and used for both rows. Otherwise (a row starting
+ * mid-byte) a direct loop, a nibble per weight.
  */
 #include "shim_nnfunctions.h"
 #include "shim_nnsupportfunctions.h"
+
+/* inputs k .. k + 7 plus the offset, in shim_s4_slot's order */
+static inline void widen8(const int8_t *x, int32_t offset, int16_t *c)
+{
+#if defined(ARM_MATH_DSP)
+    const uint32_t off2 = __PKHBT((uint32_t)(uint16_t)offset, (uint32_t)(uint16_t)offset, 16);
+    const uint32_t a = (uint32_t)arm_nn_read_s8x4(x), b = (uint32_t)arm_nn_read_s8x4(x + 4);
+    const uint32_t ea = __SXTAB16(off2, a), oa = __SXTAB16_RORn(off2, a, 8);
+    const uint32_t eb = __SXTAB16(off2, b), ob = __SXTAB16_RORn(off2, b, 8);
+    const uint32_t w[4] = {__PKHBT(ea, eb, 16), __PKHTB(eb, ea, 16), __PKHBT(oa, ob, 16), __PKHTB(ob, oa, 16)};
+    memcpy(c, w, sizeof(w));
+#else
+    for (int32_t k = 0; k < 8; k++) {
+        c[shim_s4_slot(k)] = (int16_t)(x[k] + offset);
+    }
+#endif
+}
+
+static inline int8_t finish(int32_t acc, int32_t o, const int32_t *bias, const cmsis_nn_fc_params *fp,
+                            const cmsis_nn_per_tensor_quant_params *qp)
+{
+    acc += bias ? bias[o] : 0;
+    acc = arm_nn_requantize(acc, qp->multiplier, qp->shift) + fp->output_offset;
+    acc = MAX(acc, fp->activation.min);
+    return (int8_t)MIN(acc, fp->activation.max);
+}
 
 arm_cmsis_nn_status arm_fully_connected_s4(const cmsis_nn_context *ctx,
                                            const cmsis_nn_fc_params *fc_params,
@@ -22,18 +53,34 @@ arm_cmsis_nn_status arm_fully_connected_s4(const cmsis_nn_context *ctx,
     (void)bias_dims;
     const int32_t depth = filter_dims->n;
     const int32_t outputs = output_dims->c;
+    const int fast = (depth & 7) == 0 && depth <= 65536;
     for (int32_t b = 0; b < input_dims->n; b++) {
         const int8_t *x = input_data + b * depth;
-        for (int32_t o = 0; o < outputs; o++) {
-            int32_t acc = bias_data ? bias_data[o] : 0;
+        int32_t o = 0;
+        for (; fast && o < outputs; o += 2) {
+            const int two = o + 1 < outputs;
+            const int8_t *w0 = filter_data + o * (depth >> 1);
+            const int8_t *w1 = w0 + (depth >> 1);
+            uint32_t a0 = 0, a1 = 0;
+            for (int32_t k = 0; k < depth; k += 8, w0 += 4, w1 += 4) {
+                int16_t c[8];
+                widen8(x + k, fc_params->input_offset, c);
+                a0 = shim_s4_dot8((uint32_t)arm_nn_read_s8x4(w0), c, a0);
+                if (two) {
+                    a1 = shim_s4_dot8((uint32_t)arm_nn_read_s8x4(w1), c, a1);
+                }
+            }
+            *output_data++ = finish((int32_t)a0 >> 4, o, bias_data, fc_params, quant_params);
+            if (two) {
+                *output_data++ = finish((int32_t)a1 >> 4, o + 1, bias_data, fc_params, quant_params);
+            }
+        }
+        for (; o < outputs; o++) {
+            int32_t acc = 0;
             for (int32_t k = 0; k < depth; k++) {
                 acc += (x[k] + fc_params->input_offset) * shim_s4_weight(filter_data, o * depth + k);
             }
-            acc = arm_nn_requantize(acc, quant_params->multiplier, quant_params->shift);
-            acc += fc_params->output_offset;
-            acc = MAX(acc, fc_params->activation.min);
-            acc = MIN(acc, fc_params->activation.max);
-            *output_data++ = (int8_t)acc;
+            *output_data++ = finish(acc, o, bias_data, fc_params, quant_params);
         }
     }
     return ARM_CMSIS_NN_SUCCESS;
