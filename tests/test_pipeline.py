@@ -37,7 +37,7 @@ def test_options_left_out_take_their_defaults():
         "specialize{mode=dims,rounds=8,max-growth=none,flash-budget=4128768,unroll-threshold=500,pre-unroll=false,"
         "shape-only=none}")
     assert pipeline.parse("specialize{shape-only=7+3}")[0].shape_only == frozenset({3, 7})
-    assert "relayout{shape-only=3+7+11,widen=0.5}" in pipeline.to_text(
+    assert "relayout{shape-only=3+7+11,widen=0.5,unpack4=1.0}" in pipeline.to_text(
         variants.pipeline_for("all-args", variants.Options.of(shape_only=frozenset({11, 3, 7}))))
     assert "shape-only=none" in pipeline.to_text(  # dims has no shape-only calls: it is all shapes
         variants.pipeline_for("dims", variants.Options.of(shape_only=frozenset({3}))))

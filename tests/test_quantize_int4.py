@@ -5,6 +5,7 @@ rows of odd length; between them every path of the shim's s4 functions): half th
 bytes, still close to the float model, the calls capture makes, and every variant on QEMU equal
 to its JAX values."""
 
+import json
 import re
 
 import numpy as np
@@ -97,3 +98,11 @@ def test_in_every_variant_equal_to_jax(tmp_path):
     assert sorted(set(calls)) == ["arm_convolve_s4", "arm_depthwise_conv_s4", "arm_fully_connected_s4"]
     assert [calls.count(f) for f in ("arm_convolve_s4", "arm_depthwise_conv_s4", "arm_fully_connected_s4")] == [2, 2, 2]
     every_variant_passes(c.model_ll, tmp_path, exact=True)
+    # all-args: the depthwise calls and, within relayout's unpack4 (1: panels up to the packed bytes),
+    # the convs and the small dense layer on the int8 kernels; the 160 -> 9 layer keeps its packed
+    # weights and arm_fully_connected_s4
+    relaid = json.loads((tmp_path / "cmp" / "all-args" / "relayout.json").read_text())
+    kept = sorted((r["callee"], r["weight_bytes"][0]) for r in relaid if not r["kernel"] and "_s4" in r["callee"])
+    laid = sorted(r["callee"] for r in relaid if r["kernel"] and "_s4" in r["callee"])
+    assert kept == [("arm_fully_connected_s4", 0)] and "int4 weights kept packed" in str(relaid)
+    assert laid == ["arm_convolve_s4"] * 2 + ["arm_depthwise_conv_s4"] * 2 + ["arm_fully_connected_s4"]

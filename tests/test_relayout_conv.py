@@ -66,3 +66,46 @@ def test_what_the_kernel_does_not_cover_is_left_alone():
         module = FC.replace(old, new, 1)
         text, notes = relayout_conv.convs(module, lambda line: False)
         assert text == module and not notes[0].kernel and reason in notes[0].log_line()
+
+
+# the same dense layer with int4 weights: arm_fully_connected_s4, the 12 weights packed in 6 bytes
+W4 = [1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4]
+FC4 = (FC.replace("arm_fully_connected_s8", "arm_fully_connected_s4")
+       .replace(r'@w = constant [12 x i8] c"\01\02\03\04\05\06\07\08\09\0A\0B\0C"',
+                r'@w = constant [6 x i8] c"\21\43\65\87\A9\CB"'))
+FC8 = FC.replace(r'c"\01\02\03\04\05\06\07\08\09\0A\0B\0C"', r'c"\01\02\03\04\05\06\07\F8\F9\FA\FB\FC"')
+
+
+def _kernel_lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if " call " in ln or ln.startswith("@libjit.conv")]
+
+
+def test_an_int4_layer_within_the_budget_is_the_int8_layer_on_int8_panels():
+    """unpacked (unpack4 3: panels up to 18 bytes for the 6 packed), an s4 call becomes exactly
+    what the s8 call of the same weights becomes with int8 panels."""
+    text, notes = relayout_conv.convs(FC4, lambda line: False, unpack4=3.0)
+    want, _ = relayout_conv.convs(FC8, lambda line: False, widen=0)  # widen 0: int8 panels
+    # int8 panels: two channel pairs of four taps (the third channel's partner zeros)
+    assert _kernel_lines(text) == _kernel_lines(want) and "@libjit.conv.0.w = internal unnamed_addr constant [16 x i8]" \
+        in "\n".join(_kernel_lines(text))
+    assert notes[0].kernel == "libjit_conv_s8" and notes[0].narrow and notes[0].weight_bytes == (6, 16)
+
+
+def test_an_int4_layer_past_the_budget_keeps_its_packed_weights():
+    text, notes = relayout_conv.convs(FC4, lambda line: False)  # unpack4 1: 12 bytes of panels > 6
+    assert text == FC4
+    assert notes[0].kernel == "" and notes[0].callee == "arm_fully_connected_s4"
+    assert "int4 weights kept packed" in notes[0].log_line()
+
+
+def test_the_budget_goes_to_the_layers_with_the_most_output_pixels():
+    from specializer.optimize.relayout_conv import Layer, Shape, _unpacked
+
+    def layer(pixels: int, weights: int) -> Layer:  # two output channels: panels of weights bytes
+        return Layer(Shape(1, pixels, weights // 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, 1, pixels), None, 0, 0, (-128, 127),
+                     True)
+
+    found = [(0, layer(1, 400)), (1, layer(25, 100)), (2, layer(9, 100)), (3, layer(25, 300))]
+    # 900 weights, 450 packed bytes: unpack4 1 -> 450 bytes of panels: 25 px (100), 25 px (300), not 9 px (+100)
+    assert _unpacked(found, 1.0) == {1, 3}
+    assert _unpacked(found, 2.0) == {0, 1, 2, 3} and _unpacked(found, 0.0) == set()

@@ -98,3 +98,15 @@ def test_a_channel_multiplier_calls_the_mult_kernel_with_pairs_per_output_channe
     assert "declare i32 @libjit_dwconv_s8(" not in text
     assert [n.kernel for n in notes] == ["libjit_dwconv_mult_s8", ""]
     assert "weights as int16 SMLAD pairs 6 -> 16 bytes" in notes[0].log_line()
+
+
+def test_an_int4_depthwise_call_is_the_int8_one_of_its_weights():
+    """arm_depthwise_conv_s4's weights (3, -5, 7 packed: 0xB3 0x07) unpacked: the same kernel call
+    and constants as the s8 call's; depthwise weights are a few bytes a channel, always unpacked."""
+    s4 = (MODULE.replace("arm_depthwise_conv_3x3_s8", "arm_depthwise_conv_s4")
+          .replace(r'@w = constant [3 x i8] c"\03\FB\07"', r'@w = constant [2 x i8] c"\B3\07"'))
+    text, notes = relayout_depthwise.depthwise(s4, lambda line: False)
+    want, _ = relayout_depthwise.depthwise(MODULE, lambda line: False)
+    kernel = lambda t: [ln for ln in t.splitlines() if " call " in ln or ln.startswith("@libjit")]  # noqa: E731
+    assert kernel(text)[0] == kernel(want)[0] and kernel(text)[2:] == kernel(want)[2:]  # [1]: the other call's name
+    assert notes[0].kernel == "libjit_dwconv_s8" and notes[0].weight_bytes == (2, 8)

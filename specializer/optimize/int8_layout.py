@@ -91,10 +91,19 @@ class Constants:
     shift: list[int]
 
 
+def unpack_int4(packed: bytes, count: int) -> np.ndarray:
+    """`count` int4 weights packed two a byte, the first in the low nibble (CMSIS-NN's s4
+    functions), as int8 values."""
+    b = np.frombuffer(packed, np.uint8)
+    nibbles = np.stack([b & 0xF, b >> 4], axis=-1).reshape(-1)[:count].astype(np.int8)
+    return np.where(nibbles > 7, nibbles - 16, nibbles).astype(np.int8)
+
+
 def constants(g: Globals, args: list[str], out_c: int, filter_bytes: int,
-              per_tensor: bool = False) -> Constants | str:
+              per_tensor: bool = False, int4: bool = False) -> Constants | str:
     """The call's constants, or why it has none (a parameter not a constant global). per_tensor:
-    the quant params are one {multiplier, shift} (fully connected), given to every channel."""
+    the quant params are one {multiplier, shift} (fully connected), given to every channel;
+    filter_bytes: the filter's weights, int4: packed two a byte (an s4 function's call)."""
     if per_tensor:
         one = g.ints(irtext.global_arg(args[2]), 2)
         mult, shift = ([one[0]] * out_c, [one[1]] * out_c) if one else (None, None)
@@ -103,13 +112,14 @@ def constants(g: Globals, args: list[str], out_c: int, filter_bytes: int,
         mult, shift = (g.ints(q, out_c) for q in quant) if quant else (None, None)
     if mult is None or shift is None:
         return "quant params not constant globals"
-    filt = g.bytes(irtext.global_arg(args[6]), filter_bytes)
+    filt = g.bytes(irtext.global_arg(args[6]), (filter_bytes + 1) // 2 if int4 else filter_bytes)
     if filt is None:
         return "filter not a constant global"
     bias = [0] * out_c if args[8] == "ptr null" else g.ints(irtext.global_arg(args[8]), out_c)
     if bias is None:
         return "bias not a constant global"
-    return Constants(np.frombuffer(filt, np.int8), bias, mult, shift)
+    weights = unpack_int4(filt, filter_bytes) if int4 else np.frombuffer(filt, np.int8)
+    return Constants(weights, bias, mult, shift)
 
 
 def _intervals(taps: np.ndarray, bias: list[int], in_off: int) -> tuple[list[int], np.ndarray, np.ndarray]:

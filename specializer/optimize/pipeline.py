@@ -85,8 +85,11 @@ def _value(p: type[Pass], f, text: str):
         value = int(text) if m["kind"] == "int" else float(text)
     except ValueError:
         raise UserError(f"pass pipeline: {where}: {_key(f)} takes {_spelling(f)}") from None
-    too_small = value < m["minimum"] if m["minimum"] is not None else False
-    if too_small or (m["kind"] == "float" and not value > 0):  # (not > 0: NaN too)
+    if m["kind"] == "float":  # > 0, or >= its minimum (not: NaN too)
+        too_small = not (value >= m["minimum"] if m["minimum"] is not None else value > 0)
+    else:
+        too_small = value < m["minimum"] if m["minimum"] is not None else False
+    if too_small:
         raise UserError(f"pass pipeline: {where}: {_key(f)} takes {_spelling(f)}")
     return value
 
@@ -95,7 +98,7 @@ def _spelling(f) -> str:
     m = f.metadata
     what = {"bool": "true or false", "choice": " or ".join(m["choices"]),
             "calls": "call numbers joined by + (3+7+11)",
-            "float": "a positive number"}.get(m["kind"])
+            "float": "a positive number" if m["minimum"] is None else f"a number >= {m['minimum']:g}"}.get(m["kind"])
     if what is None:
         what = "an integer" + (f" >= {m['minimum']}" if m["minimum"] is not None else "")
     return what + (f", or {m['none']}" if m["none"] is not None else "")

@@ -170,10 +170,11 @@ def const_convs(text: str, shim: bool, skip: frozenset = frozenset()) -> tuple[s
 
 
 def relayout(text: str, shim: bool = True, skip: frozenset = frozenset(),
-             widen: float = relayout_conv.DEFAULT_WIDEN) -> tuple[str, tuple]:
+             widen: float = relayout_conv.DEFAULT_WIDEN,
+             unpack4: float = relayout_conv.DEFAULT_UNPACK4) -> tuple[str, tuple]:
     """Apply the rules to every call of the model module `text` but those in `skip` (see the
     module docstring)."""
-    text, kernels = relayout_conv.convs(text, _skipped(text, skip), widen)
+    text, kernels = relayout_conv.convs(text, _skipped(text, skip), widen, unpack4)
     text, convs = const_convs(text, shim, skip)
     text, depthwise = relayout_depthwise.depthwise(text, _skipped(text, skip))
     text, notes = _dense(text, skip)
@@ -242,9 +243,14 @@ class RelayoutPass(Pass):
     widen: float = option(relayout_conv.DEFAULT_WIDEN, "int16 weight panels (faster, twice the bytes) for at "
                           "most X times the int8 conv weights' bytes, to the layers with the most output pixels; "
                           "the rest stay int8 (relayout_conv.py)", "float")
+    unpack4: float = option(relayout_conv.DEFAULT_UNPACK4, "an int4 conv's or dense layer's weights unpacked "
+                            "into int8 panels for libjit_conv_s8 while the panels stay within X times the "
+                            "int4 calls' packed bytes, to the layers with the most output pixels; the rest "
+                            "keep the s4 function (relayout_conv.py)", "float", minimum=0.0)
 
     def run(self, state: BuildState) -> None:
         text = callsites.number(state.as_text())
-        text, notes = relayout(text, state.context.cmsis_nn.kind == "shim", self.shape_only, self.widen)
+        text, notes = relayout(text, state.context.cmsis_nn.kind == "shim", self.shape_only, self.widen,
+                               self.unpack4)
         state.set_text(text)
         state.relaid += tuple(notes)

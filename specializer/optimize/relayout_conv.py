@@ -3,7 +3,9 @@
 A CMSIS-NN conv call (the wrapper, the forms it picks, or arm_convolve_s8 without upscaling;
 batch 1) or fully connected call (a 1x1 conv over its batch rows, without a weight offset) whose
 filter, bias, quantization and parameters are constant globals calls ``libjit_conv_s8``
-(libkernels/conv_s8.c) instead, with:
+(libkernels/conv_s8.c) instead -- and so does an arm_convolve_s4 / arm_fully_connected_s4 call
+(int4 weights, packed) within the flash it may take (_unpacked: its weights unpacked into int8
+panels) --, with:
 
 * the weights as int16 pairs in the order SXTB16 widens the input (taps 0/2, then 1/3 of each
   group of four), two output channels interleaved: the kernel never widens a weight (a new
@@ -33,10 +35,13 @@ from specializer.llvm.irtext import direct_calls, global_arg, quote
 from specializer.optimize import int8_layout
 
 FC = "arm_fully_connected_s8"
+FC4 = "arm_fully_connected_s4"
 FORMS = {"arm_convolve_wrapper_s8": 11, "arm_convolve_1x1_s8_fast": 11, "arm_convolve_1x1_s8": 11,
-         "arm_convolve_1_x_n_s8": 11, "arm_convolve_s8": 12, FC: 11}  # callee -> arguments (12: upscale_dims at 9)
+         "arm_convolve_1_x_n_s8": 11, "arm_convolve_s8": 12, FC: 11,
+         "arm_convolve_s4": 11, FC4: 11}  # callee -> arguments (12: upscale_dims at 9); _s4: int4 weights
 KERNEL = "libjit_conv_s8"
 DEFAULT_WIDEN = 0.5
+DEFAULT_UNPACK4 = 1.0
 WIDEN_ALWAYS = 32 * 1024  # int8 weight bytes widened whatever `widen` says (when it is > 0)
 COLS = "libjit.conv.cols"
 
@@ -163,6 +168,7 @@ class Layer:
     in_off: int
     out_off: int
     act: tuple[int, int]
+    int4: bool = False  # an s4 call's: its weights were packed two a byte
 
     def arguments(self, narrow: bool) -> Args:
         k = self.constants
@@ -219,8 +225,9 @@ def _quads(panels: np.ndarray, out_c: int, k: int) -> np.ndarray:
 
 def _read(g: int8_layout.Globals, callee: str, args: list[str]) -> Layer | str:
     """A conv call's constants, or why it cannot have the kernel."""
-    if callee == FC:
-        return _read_fc(g, args)
+    int4 = callee.endswith("_s4")
+    if callee in (FC, FC4):
+        return _read_fc(g, args, int4)
     out_dims = 10 if len(args) == 12 else 9
     if len(args) == 12 and args[9] != "ptr null":
         return "upscaled input (a transposed convolution)"
@@ -234,14 +241,14 @@ def _read(g: int8_layout.Globals, callee: str, args: list[str]) -> Layer | str:
         return f"batch {n}"
     if fc != in_c or oc != out_c:
         return f"grouped: filter depth {fc}, input channels {in_c}"
-    k = int8_layout.constants(g, args, out_c, out_c * kh * kw * in_c)
+    k = int8_layout.constants(g, args, out_c, out_c * kh * kw * in_c, int4=int4)
     if isinstance(k, str):
         return k
     shape = Shape(in_h, in_w, in_c, out_c, kh, kw, sh, sw, ph, pw, dh, dw, out_h, out_w)
-    return Layer(shape, k, in_off, out_off, (act_min, act_max))
+    return Layer(shape, k, in_off, out_off, (act_min, act_max), int4)
 
 
-def _read_fc(g: int8_layout.Globals, args: list[str]) -> Layer | str:
+def _read_fc(g: int8_layout.Globals, args: list[str], int4: bool) -> Layer | str:
     """A fully connected layer as a 1x1 conv over its batch rows (weights [out][in], as a 1x1
     filter's), one multiplier and shift for every output."""
     params = g.ints(global_arg(args[1]), 5)
@@ -254,11 +261,11 @@ def _read_fc(g: int8_layout.Globals, args: list[str]) -> Layer | str:
         return f"weight offset {w_off}"
     if out_batch != batch or oc != out_c:
         return f"output dims {dims[2]}"
-    k = int8_layout.constants(g, args, out_c, out_c * depth, per_tensor=True)
+    k = int8_layout.constants(g, args, out_c, out_c * depth, per_tensor=True, int4=int4)
     if isinstance(k, str):
         return k
     shape = Shape(batch, 1, depth, out_c, 1, 1, 1, 1, 0, 0, 1, 1, batch, 1)
-    return Layer(shape, k, in_off, out_off, (act_min, act_max))
+    return Layer(shape, k, in_off, out_off, (act_min, act_max), int4)
 
 
 def _narrowed(found: list[tuple[int, Layer]], widen: float, floor: int = WIDEN_ALWAYS) -> set[int]:
@@ -279,9 +286,29 @@ def _narrowed(found: list[tuple[int, Layer]], widen: float, floor: int = WIDEN_A
     return narrow
 
 
-def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[Conv, ...]]:
+def _unpacked(found: list[tuple[int, Layer]], unpack4: float) -> set[int]:
+    """Which s4 calls get the kernel: their weights unpacked into int8 panels (twice their packed
+    bytes), to the layers that reuse each weight most (most output pixels), while the panels stay
+    within `unpack4` times the packed bytes of all the s4 calls; the rest keep their packed
+    weights and the s4 function (the user chose int4 for flash)."""
+    allowed = unpack4 * sum((a.shape.out_c * a.shape.k + 1) // 2 for _, a in found)
+    order = sorted(found, key=lambda f: (-f[1].shape.out_h * f[1].shape.out_w, f[0]))
+    taken, used = set(), 0
+    for i, a in order:
+        k = a.shape.k
+        size = (a.shape.out_c + 1) // 2 * (2 * k + -(2 * (k % 4)) % 4)  # _narrow_panels' bytes
+        if used + size <= allowed:
+            used += size
+            taken.add(i)
+    return taken
+
+
+def convs(text: str, skipped, widen: float = DEFAULT_WIDEN,
+          unpack4: float = DEFAULT_UNPACK4) -> tuple[str, tuple[Conv, ...]]:
     """The rule (module docstring) on every conv call of `text` that `skipped(line)` does not name;
-    int16 panels for at most `widen` times the weight bytes of the calls it takes (_narrowed)."""
+    int16 panels for at most `widen` times the weight bytes of the s8 calls it takes (_narrowed); an
+    s4 call's weights unpacked into int8 panels for at most `unpack4` times the s4 calls' packed
+    bytes (_unpacked), the others left on their s4 function."""
     lines = text.split("\n")
     g = int8_layout.Globals(lines)
     notes: list[Conv | None] = []
@@ -299,9 +326,16 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
         found.append((len(notes), layer))
         calls.append((len(notes), call, scope))
         notes.append(None)
-    narrow = _narrowed(found, widen)
+    narrow = _narrowed([f for f in found if not f[1].int4], widen)
+    four = [f for f in found if f[1].int4]
+    unpacked = _unpacked(four, unpack4)
+    narrow |= unpacked  # int8 panels: the int4 weights' flash at most doubled
     new, cols, named = [], 0, {}
     for (i, layer), (_, call, scope) in zip(found, calls):
+        if layer.int4 and i not in unpacked:
+            notes[i] = Conv(scope, call.callee, reason=f"int4 weights kept packed: unpacked they would pass "
+                            f"{unpack4:g} x the s4 calls' packed bytes (relayout's unpack4)")
+            continue
         got = layer.arguments(i in narrow)
         args, s = call.args, got.shape
         cols = max(cols, got.cols_bytes())
@@ -319,10 +353,11 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN) -> tuple[str, tuple[
                  *arrays, *(f"i32 {v}" for v in got.ints())]
         line = lines[call.line]
         lines[call.line] = line[:call.start] + f"call i32 {quote(KERNEL)}({', '.join(kargs)})" + line[call.end:]
-        notes[i] = Conv(scope, call.callee, KERNEL, weight_bytes=(s.out_c * s.k, got.weights.nbytes),
+        packed = (s.out_c * s.k + 1) // 2 if layer.int4 else s.out_c * s.k
+        notes[i] = Conv(scope, call.callee, KERNEL, weight_bytes=(packed, got.weights.nbytes),
                         cols_bytes=got.cols_bytes(), fast=got.fast, narrow=got.narrow,
                         constant=(s.out_c - got.live, s.out_c))
-    if not found:
+    if not any(n.kernel for n in notes):
         return text, tuple(notes)
     if cols:
         new.append(f"{quote(COLS)} = internal global [{cols} x i8] zeroinitializer, align 4")

@@ -1,6 +1,7 @@
 """The all-args int8 depthwise rule: weights known at compile time, laid out for SMLAD.
 
-A CMSIS-NN depthwise call (any of the forms capture calls) whose filter, bias, quantization and
+A CMSIS-NN depthwise call (any of the forms capture calls, or arm_depthwise_conv_s4: its int4 weights
+unpacked here, a few bytes a channel) whose filter, bias, quantization and
 parameters are constant globals, with batch 1, dilation 1 and a horizontal stride of 1 or 2, calls
 ``libjit_dwconv_s8`` (libkernels/dwconv_s8.c) instead, or at a channel multiplier above 1
 ``libjit_dwconv_mult_s8`` (libkernels/dwconv_mult_s8.c: one copy of an input channel serves its
@@ -32,7 +33,7 @@ from specializer.optimize import int8_layout
 from specializer.llvm.irtext import direct_calls, global_arg, quote
 
 FORMS = ("arm_depthwise_conv_wrapper_s8", "arm_depthwise_conv_s8", "arm_depthwise_conv_3x3_s8",
-         "arm_depthwise_conv_s8_opt")
+         "arm_depthwise_conv_s8_opt", "arm_depthwise_conv_s4")  # _s4: int4 weights, unpacked here
 KERNEL = "libjit_dwconv_s8"
 MULT_KERNEL = "libjit_dwconv_mult_s8"  # its arguments: KERNEL's, then the multiplier
 PLANE = "libjit.dwconv.plane"
@@ -45,7 +46,7 @@ class Depthwise:
     callee: str  # the CMSIS-NN function the call named
     kernel: str = ""  # the kernel it now calls ("" when left alone)
     reason: str = ""
-    weight_bytes: tuple[int, int] = (0, 0)  # int8 filter -> int16 pairs
+    weight_bytes: tuple[int, int] = (0, 0)  # int8 (or packed int4) filter -> int16 pairs
     plane_bytes: int = 0  # the scratch plane this call needs
     fast: bool = False  # every channel's requantization proven equal in the fast form
 
@@ -121,8 +122,9 @@ def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shi
     return Args(_pairs(w * (2 if fast else 1), shape), rq, fast, -in_off, out_off, act, shape)
 
 
-def _read(g: int8_layout.Globals, args: list[str]) -> Args | str:
-    """The kernel's arguments from a depthwise call's constant globals, or why it cannot have them."""
+def _read(g: int8_layout.Globals, args: list[str], int4: bool) -> Args | str:
+    """The kernel's arguments from a depthwise call's constant globals, or why it cannot have them
+    (int4: an s4 call's, its weights packed)."""
     params = g.ints(global_arg(args[1]), 11)
     dims = [g.ints(global_arg(args[i]), 4) for i in (3, 5, 9)]
     if params is None or None in dims:
@@ -137,7 +139,7 @@ def _read(g: int8_layout.Globals, args: list[str]) -> Args | str:
         return f"dilation {dh}x{dw}"
     if sw not in (1, 2) or sh < 1:
         return f"stride {sh}x{sw} (the kernel reads word pairs at stride 1 or 2)"
-    k = int8_layout.constants(g, args, out_c, kh * kw * out_c)
+    k = int8_layout.constants(g, args, out_c, kh * kw * out_c, int4=int4)
     if isinstance(k, str):
         return k
     shape = Shape(in_h, in_w, in_c, kh, kw, sh, sw, ph, pw, out_h, out_w, ch_mult)
@@ -169,7 +171,8 @@ def depthwise(text: str, skipped) -> tuple[str, tuple[Depthwise, ...]]:
         if len(args) != _ARGS or skipped(lines[call.line]):
             continue
         scope = global_arg(args[1]) or args[1]
-        got = _read(g, args)
+        int4 = call.callee.endswith("_s4")
+        got = _read(g, args, int4)
         if isinstance(got, str):
             notes.append(Depthwise(scope, call.callee, reason=got))
             continue
@@ -187,7 +190,8 @@ def depthwise(text: str, skipped) -> tuple[str, tuple[Depthwise, ...]]:
         line = lines[call.line]
         lines[call.line] = line[:call.start] + f"call i32 {quote(s.kernel)}({', '.join(kargs)})" + line[call.end:]
         kernels.add(s.kernel)
-        notes.append(Depthwise(scope, call.callee, s.kernel, weight_bytes=(s.kh * s.kw * s.out_c, 2 * got.weights.size),
+        n = s.kh * s.kw * s.out_c
+        notes.append(Depthwise(scope, call.callee, s.kernel, weight_bytes=((n + 1) // 2 if int4 else n, 2 * got.weights.size),
                                plane_bytes=2 * rows * cols, fast=got.fast))
     if not plane:
         return text, tuple(notes)
