@@ -275,7 +275,11 @@ def _write_reports(reports: Path, r: Results) -> int:
 def _model(spec: tuple[str, str], out: str, options, examples: int, jobs: int | None, reuse: bool) -> dict:
     """One model captured and compared (a campaign's task on a cluster's worker): its comparison
     or error, the text to print, TFLite Micro's arena (a model file) and its profiles."""
-    return _compared(spec, _captured(spec, out, examples, reuse), out, options, jobs, reuse)
+    try:
+        got = _captured(spec, out, examples, reuse)
+    except UserError as e:  # the model's error, as pipelined() hands it on: the other models go on
+        got = e
+    return _compared(spec, got, out, options, jobs, reuse)
 
 
 def _captured(spec: tuple[str, str], out: str, examples: int, reuse: bool) -> dict:

@@ -52,3 +52,19 @@ def test_shards_of_different_runs_are_refused_in_one_line(tmp_path):
         "benchmark.py: error: --merge: shard-2-of-2.json: its options differ from shard-1-of-2.json's: "
         "shards of different runs"]
     assert not (tmp_path / "r").exists()
+
+
+def test_a_model_whose_capture_fails_is_that_models_error(tmp_path, monkeypatch):
+    """A cluster's task (benchmark._model): a model file that cannot be read is reported as that
+    model's error, so the other models go on (the local run hands it on the same way)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("benchmark", BENCHMARK[1])
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "benchmark", bench)  # its dataclasses look their module up
+    spec.loader.exec_module(bench)
+    bad = tmp_path / "broken.tflite"
+    bad.write_bytes(b"not a flatbuffer")
+    r = bench._model(("file", str(bad)), out=str(tmp_path / "out"), options=None, examples=1, jobs=1, reuse=False)
+    assert r["comparison"] is None and "broken.tflite" in r["error"] and "\n" not in r["error"]
+    assert r["text"].startswith("### broken\n\nerror: ")

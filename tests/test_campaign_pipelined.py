@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from specializer.driver import campaign
 from specializer.errors import UserError
 
@@ -15,6 +17,8 @@ def _first(item: tuple[str, int]) -> tuple[int, int]:
     marks, n = item
     if n < 0:
         raise UserError(f"no model {n}")
+    if n == 99:  # a capture that takes long
+        time.sleep(60)
     (Path(marks) / f"first-{n}").write_text("")
     return n * n, os.getpid()
 
@@ -45,3 +49,15 @@ def test_a_user_error_in_the_first_stage_is_the_value_the_second_stage_gets(tmp_
     assert out[0][0] == 4
     assert isinstance(out[1], UserError) and str(out[1]) == "no model -1"
     assert list(campaign.pipelined(_first, lambda item, v: v, [])) == []
+
+
+def test_an_error_in_the_second_stage_does_not_wait_for_the_capture_ahead(tmp_path):
+    """The next item's first stage (60 s) is running when this item's second stage raises: the
+    error comes at once, the side process ended, not after the capture."""
+    def second(item, value):
+        raise RuntimeError("a build failed")
+
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="a build failed"):
+        list(campaign.pipelined(_first, second, [(str(tmp_path), 2), (str(tmp_path), 99)]))
+    assert time.monotonic() - start < 30

@@ -47,17 +47,21 @@ def pipelined(first: Callable, second: Callable, items: list) -> Iterator[tuple[
     their tails. `first` must be picklable; a UserError it raises is handed to `second` as the value."""
     if not items:
         return
-    # spawn: this process may hold LLVM and a build pool's threads, which a fork would copy mid-state
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as side:
-        ahead = side.submit(_caught, first, items[0])
-        try:
-            for i, item in enumerate(items):
-                value = ahead.result()
-                if i + 1 < len(items):
-                    ahead = side.submit(_caught, first, items[i + 1])
-                yield i, second(item, value)
-        finally:
-            ahead.cancel()
+    # spawn: this process may hold LLVM and a build pool's threads, which a fork would copy mid-state.
+    # A Pool, not an executor: when `second` raises or the caller stops early, terminate() ends the
+    # capture running ahead at once (its JAX worker dies with it) instead of waiting it out.
+    pool = multiprocessing.get_context("spawn").Pool(1)
+    try:
+        ahead = pool.apply_async(_caught, (first, items[0]))
+        for i, item in enumerate(items):
+            value = ahead.get()
+            if i + 1 < len(items):
+                ahead = pool.apply_async(_caught, (first, items[i + 1]))
+            yield i, second(item, value)
+        pool.close()
+        pool.join()
+    finally:
+        pool.terminate()
 
 
 def _caught(fn: Callable, item: object) -> object:
