@@ -26,8 +26,9 @@ def test_packing_is_cmsis_nns():
     # arm_nnfunctions.h: four sequential weights [0x1, 0x2, 0x3, 0x4] packed as [0x21, 0x43]
     assert pack_int4(np.array([1, 2, 3, 4])).view(np.uint8).tolist() == [0x21, 0x43]
     assert pack_int4(np.array([-8, 7, -1])).view(np.uint8).tolist() == [0x78, 0x0F]
-    with pytest.raises(ValueError, match="do not fit in 4 bits"):
-        pack_int4(np.array([3, 8]))
+    for bad in ([3, 8], [259], [1.5, 2]):  # 259 would wrap to 3 as int8: checked before any cast
+        with pytest.raises(ValueError, match=r"are not int4 weights \(integers in \[-8, 7\]\)"):
+            pack_int4(np.array(bad))
 
 
 def _conv_s4(lib, c, scratch: bool):
@@ -40,7 +41,9 @@ def _conv_s4(lib, c, scratch: bool):
                         activation=Activation(min=c["act"][0], max=c["act"][1]))
     packed = pack_int4(c["filt"])
     size = lib.arm_convolve_s4_get_buffer_size(ctypes.byref(Dims(nb, ih, iw, ic)), ctypes.byref(Dims(oc, kh, kw, ic)))
-    buf = np.zeros(size // 2 + 2, np.int16)  # two int16 columns (the s8 function's size, as v7.0.0's)
+    assert size >= 2 * 2 * kh * kw * ic  # v7.0.0's: two int16 columns
+    buf = np.full(size + 16, 0x5A, np.uint8)  # exactly `size` bytes, then a canary
+    # no buffer: the shim's direct loop (v7.0.0 itself refuses a NULL buffer; capture always gives one)
     ctx = Context(buf=buf.ctypes.data if scratch else None, size=size)
     st = nn_call(lib, "arm_convolve_s4", ctx=ctypes.byref(ctx), conv_params=ctypes.byref(params),
                  quant_params=ctypes.byref(PerChannel(multiplier=c["mult"].ctypes.data, shift=c["shift"].ctypes.data)),
@@ -48,7 +51,7 @@ def _conv_s4(lib, c, scratch: bool):
                  filter_dims=ctypes.byref(Dims(oc, kh, kw, ic)), filter_data=ptr(packed),
                  bias_dims=ctypes.byref(Dims(1, 1, 1, oc)), bias_data=ptr(c["bias"]),
                  output_dims=ctypes.byref(Dims(nb, oh, ow, oc)), output_data=ptr(out))  # fmt: skip
-    assert st == 0
+    assert st == 0 and (buf[size:] == 0x5A).all()  # nothing written past the buffer
     return out
 
 
@@ -95,7 +98,7 @@ def test_convolve_s4_is_the_s8_layer_of_its_weights(host):
              conv_case(rng, 1, 9, 8, 7, 3, 3, 3, stride=(2, 2), pad=(1, 1), bias=False),  # rows of 63: mid-byte
              conv_case(rng, 1, 6, 6, 9, 7, 1, 1),
              conv_case(rng, 1, 1, 1, 1, 1, 1, 1),
-             # rows a multiple of 8 weights: the two-pixel path with a scratch buffer (an odd pixel count)
+             # rows a multiple of 8 weights: the two-pixel path with a scratch buffer (25 pixels: one left)
              conv_case(rng, 1, 6, 5, 8, 5, 3, 3, pad=(1, 1)),
              conv_case(rng, 2, 5, 5, 16, 3, 1, 1),
              conv_case(rng, 1, 7, 7, 2, 4, 2, 2, stride=(2, 2), pad=(1, 1), bias=False)]

@@ -393,8 +393,10 @@ int32_t arm_fully_connected_s8_get_buffer_size(const cmsis_nn_dims *filter_dims)
  * requantization and clamp -- with the filter's weights in [-8, 7] packed two a byte in the
  * filter's row-major order, the first in the low nibble ([1, 2, 3, 4] is 0x21 0x43; an odd
  * count leaves the last high nibble unused). Dilation must be 1 (only stride and padding are
- * read). arm_convolve_s4's ctx is not read here; arm_convolve_s4_get_buffer_size gives
- * arm_convolve_s8's size, as v7.0.0 does, so a caller sized for a checkout fits.
+ * read). arm_convolve_s4's ctx holds two int16 columns of KH * KW * C_IN taps;
+ * arm_convolve_s4_get_buffer_size gives arm_convolve_s8's size (the taps rounded up to 4), at least
+ * v7.0.0's 2 * 2 * taps, so a buffer sized either way fits. Without a buffer (v7.0.0 refuses one)
+ * and for rows not a multiple of 8 weights the shim takes a direct loop.
  */
 arm_cmsis_nn_status arm_convolve_s4(const cmsis_nn_context *ctx,
                                     const cmsis_nn_conv_params *conv_params,

@@ -61,11 +61,11 @@ arm_cmsis_nn_status arm_depthwise_conv_s4(const cmsis_nn_context *ctx,
                 for (; mult == 1 && (out_c & 3) == 0 && o < out_c; o += 4) {
                     int32_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
                     for (int32_t ky = ky0; ky < ky1; ky++) {
-                        const int8_t *src = in + ((y0 + ky) * in_w + x0) * in_c + o;
+                        const int32_t row = ((y0 + ky) * in_w + x0) * in_c + o;  /* + kx * in_c >= 0 */
                         const int8_t *wk = kernel + ((ky * kw) * out_c + o) / 2;
                         ROW_LOOP
                         for (int32_t kx = kx0; kx < kx1; kx++) {
-                            const int32_t x = arm_nn_read_s8x4(src + kx * in_c);
+                            const int32_t x = arm_nn_read_s8x4(in + row + kx * in_c);
                             int16_t wh;
                             memcpy(&wh, wk + kx * (out_c >> 1), 2);
                             const int32_t w = wh;

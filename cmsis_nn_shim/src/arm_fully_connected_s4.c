@@ -2,7 +2,8 @@
  * arm_fully_connected_s4 (cmsis_nn_shim): arm_fully_connected_s8's layer with int4 weights
  * packed two a byte over the whole [C_OUT][N] filter (see shim_nnfunctions.h).
  *
- * N a multiple of 8 (every row starts on a word): two rows at a time, each 8 inputs widened
+ * N a multiple of 8 (every row starts on a word) and at most 65,536 (16 x the sum fits 32 bits,
+ * shim_s4_dot8): two rows at a time, each 8 inputs widened
  * with the input offset into the order shim_s4_dot8 meets a packed word's weights -- with the
  * DSP extension SXTAB16 gives (x0, x2) (x1, x3) (x4, x6) (x5, x7) and PKHBT / PKHTB pair them
  * as (x0, x4) (x2, x6) (x1, x5) (x3, x7) -- and used for both rows. Otherwise (a row starting
@@ -60,14 +61,13 @@ arm_cmsis_nn_status arm_fully_connected_s4(const cmsis_nn_context *ctx,
         for (; fast && o < outputs; o += 2) {
             const int two = o + 1 < outputs;
             const int8_t *w0 = filter_data + o * (depth >> 1);
-            const int8_t *w1 = w0 + (depth >> 1);
             uint32_t a0 = 0, a1 = 0;
-            for (int32_t k = 0; k < depth; k += 8, w0 += 4, w1 += 4) {
+            for (int32_t k = 0; k < depth; k += 8) {
                 int16_t c[8];
                 widen8(x + k, fc_params->input_offset, c);
-                a0 = shim_s4_dot8((uint32_t)arm_nn_read_s8x4(w0), c, a0);
-                if (two) {
-                    a1 = shim_s4_dot8((uint32_t)arm_nn_read_s8x4(w1), c, a1);
+                a0 = shim_s4_dot8((uint32_t)arm_nn_read_s8x4(w0 + (k >> 1)), c, a0);
+                if (two) { /* the next row: (depth >> 1) bytes on */
+                    a1 = shim_s4_dot8((uint32_t)arm_nn_read_s8x4(w0 + (depth >> 1) + (k >> 1)), c, a1);
                 }
             }
             *output_data++ = finish((int32_t)a0 >> 4, o, bias_data, fc_params, quant_params);

@@ -176,8 +176,8 @@ def _window(p: dict) -> dict:
 
 
 def _conv_s4(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out: Operand) -> LibCall:
-    """arm_convolve_s4 / arm_depthwise_conv_s4, the general functions (their wrappers' other forms
-    need shapes the general ones cover; the shim has only these), scratch as v7.0.0 sizes it."""
+    """arm_convolve_s4 / arm_depthwise_conv_s4, the general functions (the shim has only these; they
+    cover every shape the wrappers' forms do)."""
     conv = p["op"] == "convolve_s4"
     cout = p["filter_dims"][0] if conv else p["filter_dims"][3]
     _check(x, "s8", p["input_dims"], "input", scope)
@@ -191,7 +191,7 @@ def _conv_s4(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, 
                 output_dims=_dims(f"{scope}.output_dims", p["output_dims"]),
                 quant_params=_per_channel(scope, p["multipliers"], p["shifts"], cout))
     bias_slice = bias.slice if bias else None
-    if conv:  # arm_convolve_s4_get_buffer_size: arm_convolve_s8's
+    if conv:  # arm_convolve_s8's size: at least v7.0.0's arm_convolve_s4_get_buffer_size (2 * 2 * taps)
         scratch = convolve_s8_buffer_size(p["filter_dims"], p["input_dims"][3])
         return _call("arm_convolve_s4", scratch, ctx=_context(f"{scope}.ctx", scratch),
                      conv_params=_struct(f"{scope}.params", "cmsis_nn_conv_params", **_window(p)),

@@ -95,10 +95,10 @@ def _check(x, shape, dtype, what: str, p) -> None:
 def pack_int4(w) -> np.ndarray:
     """int4 weights (int8 values in [-8, 7]) packed as CMSIS-NN's s4 functions and TFLite read them:
     two a byte in row-major order, the first in the low nibble; an odd count's last high nibble 0."""
-    v = np.asarray(w, np.int8).reshape(-1)
-    if v.size and (v.min() < -8 or v.max() > 7):
-        raise ValueError(f"pack_int4: values in [{v.min()}, {v.max()}] do not fit in 4 bits")
-    v = np.concatenate([v, np.zeros(v.size % 2, np.int8)]).astype(np.uint8) & 0xF
+    v = np.asarray(w).reshape(-1)
+    if v.size and (v.min() < -8 or v.max() > 7 or not np.array_equal(v, np.round(v))):
+        raise ValueError(f"pack_int4: values in [{v.min()}, {v.max()}] are not int4 weights (integers in [-8, 7])")
+    v = np.concatenate([v.astype(np.int8), np.zeros(v.size % 2, np.int8)]).astype(np.uint8) & 0xF
     return (v[0::2] | (v[1::2] << 4)).astype(np.uint8).view(np.int8)
 
 
