@@ -134,7 +134,7 @@ def of_quantized(model, inputs: dict, params: dict, source: str) -> Layers:
     for k, (s, (ins, o)) in enumerate(zip(model.steps, shapes)):
         ins = tuple(Tensor(tuple(t.shape), str(t.dtype)) for t in ins)
         o = Tensor(tuple(o.shape), str(o.dtype))
-        ws = [np.asarray(params[n]) for n in (s.weight, s.bias) if n]
+        ws = [np.asarray(params[n]) for n in (s.weight, s.bias, *s.arrays) if n]  # arrays: an LSTM's twelve
         filt = None
         if s.kind in ("conv", "depthwise") and ws:  # OHWI, 1HWC as TFLite's (int4: stored packed, 1-D)
             filt = tuple(s.block.filter_dims)

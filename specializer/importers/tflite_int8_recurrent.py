@@ -83,8 +83,7 @@ def svdf(c: OpContext, x: TensorRecord) -> Layer:
     return c.layer(x, tuple(names), p, lambda a, w, t, s, b=None: blocks.svdf(a, w, t, b, s, p)[0])
 
 
-CELL_POWERS = (-30, 15)  # cell state scales 2**p the reader takes
-GATE_SCALE, GATE_OUT_SCALE = 2.0 ** -12, 2.0 ** -15  # TFLite Micro's int16 gate scales (Q3.12, Q0.15)
+from specializer.quant.lstm import CELL_POWERS, GATE_OUT_SCALE, GATE_SCALE  # noqa: E402
 # TFLite's inputs: input-to-{input, forget, cell, output} weights 1-4, recurrent 5-8, peepholes
 # 9-11, gate biases 12-15, projection 16-17, hidden and cell state 18-19, layer norms 20-23;
 # the block's gate order is forget, input, cell, output

@@ -30,6 +30,9 @@ Supported (NHWC activations, float32):
   leaky relu   jax.nn.leaky_relu (where(x >= 0, x, alpha * x)): TFLite's LEAKY_RELU
   hard swish   jax.nn.hard_swish (x * relu6(x + 3) / 6): TFLite's HARD_SWISH
   reshape      reshape / squeeze / expand_dims (row-major: the int8 data is unchanged)
+  lstm         lax.scan over the time axis of an LSTM cell with constant weights, starting from
+               zero states (lstm_scan.py says which spellings): TFLite's
+               UNIDIRECTIONAL_SEQUENCE_LSTM; its per-step outputs, not its final carries
   movement     an op that only picks and repeats an activation's values, its other operands
                constant: gather (jax.image.resize 'nearest', x[..., idx]), broadcast_in_dim
                (jnp.repeat, jnp.broadcast_to), slice (x[:, 1::2]), rev (jnp.flip): TFLite's
@@ -176,7 +179,7 @@ def build(closed: core.ClosedJaxpr, act_invars: list, param_values: dict, param_
 
 _UNSUPPORTED = ("no int8 block for it (supported: conv, depthwise conv, transposed conv, dense, bias add, relu, "
                 "max/avg pool, mean, add, softmax, sigmoid, tanh, leaky relu, hard swish, pad, transpose, concatenate, "
-                "reshape, resize nearest, gather, slice, broadcast, flip)")
+                "reshape, resize nearest, gather, slice, broadcast, flip, an LSTM's lax.scan)")
 
 
 class _Builder:
@@ -389,6 +392,17 @@ class _Builder:
         self.emit("move", [self.producer(e.ins[0], e)], out, e, primitive=e.primitive, params=params,
                   operands=operands)
 
+    def scan(self, e: Eqn, out) -> None:
+        from specializer.quant import lstm_scan
+
+        m = lstm_scan.match(e, self.consts)
+        if isinstance(m, str):
+            self.refuse(e, f"no int8 block for this scan: {m}")
+        if any(self.uses.get(v) for v in e.outs[:2]):
+            self.refuse(e, "the LSTM's final states are read: read its per-step outputs instead (the last "
+                        "hidden state is hs[-1]); TFLite's LSTM gives only those")
+        self.emit("lstm", [self.producer(e.ins[-1], e)], e.outs[2], e, lstm=m)
+
     def pad(self, e: Eqn, out) -> None:
         x, v = e.ins
         if not self.is_const(v) or np.any(self.val(v) != 0):
@@ -449,7 +463,7 @@ RULES = {"conv_general_dilated": _Builder.conv, "dot_general": _Builder.dense, "
          "reduce_sum": _Builder.spatialsum, "div": _Builder.mean, "broadcast_in_dim": _Builder.broadcast,
          "pad": _Builder.pad, "transpose": _Builder.transpose, "concatenate": _Builder.concatenate,
          "gather": _Builder.movement, "slice": _Builder.movement, "rev": _Builder.movement,
-         "logistic": _Builder.activation,
+         "logistic": _Builder.activation, "scan": _Builder.scan,
          "tanh": _Builder.activation,
          **{prim: _Builder.reshape for prim in _SHAPE_ONLY},
          **{prim: _Builder.copy for prim in ("convert_element_type", "copy", "copy_p", "stop_gradient")}}

@@ -22,6 +22,9 @@ from specializer.quant.blocks import _matmul_nt
 from specializer.quant.fixedpoint import requantize
 from specializer.quant.params import LstmParams
 
+GATE_SCALE, GATE_OUT_SCALE = 2.0 ** -12, 2.0 ** -15  # TFLite Micro's int16 gate scales (Q3.12, Q0.15)
+CELL_POWERS = (-30, 15)  # cell state scales 2**p the block takes (the int16 tanh's input shift stays in an int32)
+
 # TFLite's sigmoid_table_uint16: sigmoid(k / 24) in 0.16 fixed point as TFLite tabulates it. The
 # entries are not a rounding of the function (they differ from round(65536 * sigmoid(k / 24)) by
 # -0.5 to +1.1 in 44 places), so no formula reproduces them: they are TFLite's definition of its

@@ -24,11 +24,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from specializer.quant import activations, blocks
+from specializer.quant import lstm as lstm_block
 from specializer.quant.fixedpoint import quantize_multiplier
 
 from specializer.quant.graph import Graph, Layer, QuantizeError, build, evaluate
-from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
-                                      PoolParams, SoftmaxParams, TransposeConvParams)
+from specializer.quant import lstm_scan
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
+                                      MeanParams, PoolParams, SoftmaxParams, TransposeConvParams)
 
 SOFTMAX_INTEGER_BITS = 5  # TFLite's kScaledDiffIntegerBits
 # activation kind -> (its parameters from the scales, its int8 block): quant/activations.py
@@ -87,6 +89,7 @@ class Step:
     ins: tuple[int, ...]
     weight: str | None = None
     bias: str | None = None
+    arrays: tuple[str, ...] = ()  # a block of more arrays than a weight and a bias (an LSTM's 12)
 
 
 class QuantizedModel:
@@ -118,7 +121,7 @@ class QuantizedModel:
         vals = [bound[n] for n in self.inputs]
         for k, s in enumerate(self.steps):
             x = [vals[i] for i in s.ins]
-            w = bound[s.weight] if s.weight else None
+            w = tuple(bound[n] for n in s.arrays) if s.arrays else bound[s.weight] if s.weight else None
             b = bound[s.bias] if s.bias else None
             with jax.named_scope(self.scope(k)):
                 vals.append(_run(s, x, w, b))
@@ -177,28 +180,39 @@ def _run(s: Step, x, w, b):
         return jnp.concatenate([v if r is None else blocks.requantize_s8(v, *r) for v, r in zip(x, requants)], axis)
     if s.kind in ACTIVATIONS:
         return ACTIVATIONS[s.kind][1](x[0], s.block)
+    if s.kind == "lstm":  # w: the four gates' input weights, recurrent weights, biases
+        xs = x[0] if x[0].ndim == 3 else x[0][:, None, :]  # [time, n]: a batch of one
+        ys = lstm_block.lstm(xs, w[0:4], w[4:8], w[8:12], s.block)
+        return ys if x[0].ndim == 3 else ys[:, 0, :]
     raise AssertionError(s.kind)
 
 
 def _calibrate(g: Graph, names: list[str], samples: Sequence[dict]) -> dict:
     """min/max of every layer's float output over the calibration samples."""
     watch = [layer.out for layer in g.layers]
+    cells = [layer for layer in g.layers if layer.kind == "lstm"]
 
     def run(*xs):
         env = evaluate(g, xs)
-        return [(jnp.min(env[v]), jnp.max(env[v])) for v in watch]
+        # an LSTM's cell state is inside its scan: its largest magnitude from the recognized LSTM
+        return ([(jnp.min(env[v]), jnp.max(env[v])) for v in watch],
+                [layer.attrs["lstm"].run(env[layer.ins[0].out])[1] for layer in cells])
 
     fn = jax.jit(run)
     lo = np.full(len(watch), np.inf)
     hi = np.full(len(watch), -np.inf)
+    cmax = np.zeros(len(cells))
     for k, sample in enumerate(samples):
         missing = [n for n in names if n not in sample]
         if missing:
             raise QuantizeError(f"quantize: calibration input {k} lacks {', '.join(missing)}")
-        r = fn(*[jnp.asarray(sample[n], jnp.float32) for n in names])
+        r, c = fn(*[jnp.asarray(sample[n], jnp.float32) for n in names])
         lo = np.minimum(lo, [float(a) for a, _ in r])
         hi = np.maximum(hi, [float(b) for _, b in r])
-    return {id(layer): (lo[i], hi[i]) for i, layer in enumerate(g.layers)}
+        cmax = np.maximum(cmax, [float(v) for v in c])
+    ranges = {id(layer): (lo[i], hi[i]) for i, layer in enumerate(g.layers)}
+    ranges.update({("cell", id(layer)): cmax[i] for i, layer in enumerate(cells)})
+    return ranges
 
 
 def _weight_scales(w: np.ndarray, per_channel: bool, bits: int = 8) -> np.ndarray:
@@ -266,7 +280,8 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
             continue
         src = [index[id(p)] for p in layer.ins]
         qin = qp[src[0]]
-        step, q = _layer(layer, i, qin, [qp[s] for s in src], ranges[id(layer)], src, qparams, pname, weight_bits)
+        rng = (*ranges[id(layer)], ranges[("cell", id(layer))]) if layer.kind == "lstm" else ranges[id(layer)]
+        step, q = _layer(layer, i, qin, [qp[s] for s in src], rng, src, qparams, pname, weight_bits)
         steps.append(step)
         qp.append(q)
     by_out = {layer.out: i for i, layer in enumerate(g.layers)}
@@ -274,6 +289,40 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
     model = QuantizedModel(name or f"{fn.__name__}_int8", input_names, qp[:len(input_names)],
                            [qp[i] for i in out_index], steps, out_index, list(qparams), qp[len(input_names):], g)
     return model, qparams
+
+
+def _lstm(layer: Layer, i: int, qin: QParams, rng, src, qparams, pname):
+    """TFLite's integer LSTM from a recognized float one (lstm_scan.Lstm): per-tensor symmetric int8
+    weights for each gate's input and recurrent product, int32 biases at input x weight scale, the
+    hidden state (the output) asymmetric int8 from its calibrated range, the cell state int16 at
+    the power of two that holds its largest calibrated magnitude; the gates at TFLite Micro's fixed
+    int16 scales (lstm.py)."""
+    m = layer.attrs["lstm"]
+    lo, hi, cmax = rng
+    q = activation_qparams(lo, hi)
+    power = int(np.clip(math.ceil(math.log2(max(float(cmax), 1e-6) / 32767.0)), *lstm_block.CELL_POWERS))
+    cell_s = 2.0 ** power
+    x_shape = tuple(layer.ins[0].out.aval.shape)
+    time, batch, n = x_shape if len(x_shape) == 3 else (x_shape[0], 1, x_shape[1])
+    names, gates, wx8, wh8, biases = [], [], [], [], []
+    for k, gate in enumerate(lstm_scan.GATES):
+        wxs, whs = _weight_scales(m.wx[k], False)[0], _weight_scales(m.wh[k], False)[0]
+        wx8.append(np.ascontiguousarray(_quant_weights(m.wx[k], wxs).T))  # [cells, n], as the block reads it
+        wh8.append(np.ascontiguousarray(_quant_weights(m.wh[k], whs).T))
+        biases.append(np.clip(np.round(m.b[k] / (qin.scale * wxs)), -(1 << 31), (1 << 31) - 1).astype(np.int32))
+        gates.append(quantize_multiplier(qin.scale * wxs / lstm_block.GATE_SCALE)
+                     + quantize_multiplier(q.scale * whs / lstm_block.GATE_SCALE))
+    for what, arrays in (("wx", wx8), ("wh", wh8), ("b", biases)):
+        for gate, a in zip(lstm_scan.GATES, arrays):
+            name = pname(None, f"lstm{i}_{what}_{gate}")
+            qparams[name] = a
+            names.append(name)
+    g_out = lstm_block.GATE_OUT_SCALE
+    block = LstmParams(batch=batch, time=time, input_size=n, cells=m.cells, time_major=True,
+                       input_zero_point=qin.zero_point, hidden_zero_point=q.zero_point, gates=tuple(gates),
+                       forget_mul=quantize_multiplier(g_out), input_mul=quantize_multiplier(g_out * g_out / cell_s),
+                       output_mul=quantize_multiplier(g_out * g_out / q.scale), cell_scale_power=power, cell_clip=0)
+    return Step("lstm", block, tuple(src), arrays=tuple(names)), q
 
 
 def _act(relu: bool, q: QParams) -> tuple[int, int]:
@@ -284,6 +333,8 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
     a = layer.attrs
     x_shape = tuple(layer.ins[0].out.aval.shape)
     out_shape = tuple(layer.out.aval.shape)
+    if layer.kind == "lstm":
+        return _lstm(layer, i, qin, rng, src, qparams, pname)
     if layer.kind in ("conv", "depthwise", "tconv", "dense"):
         q = activation_qparams(*rng)
         w = a["w"]
