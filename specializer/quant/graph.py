@@ -395,7 +395,7 @@ class _Builder:
     def scan(self, e: Eqn, out) -> None:
         from specializer.quant import lstm_scan
 
-        m = lstm_scan.match(e, self.consts)
+        m = lstm_scan.match(e, self.consts, flatten)
         if isinstance(m, str):
             self.refuse(e, f"no int8 block for this scan: {m}")
         if any(self.uses.get(v) for v in e.outs[:2]):

@@ -152,10 +152,9 @@ def _joined(body: _Body, a):
     return (a,)
 
 
-def match(eqn, consts: dict) -> Lstm | str:
-    """The LSTM a scan equation (graph.Eqn) computes, or why it is not one (a phrase)."""
-    from specializer.quant.graph import flatten  # graph imports this module
-
+def match(eqn, consts: dict, flatten) -> Lstm | str:
+    """The LSTM a scan equation (graph.Eqn) computes, or why it is not one (a phrase); flatten:
+    graph.flatten, which inlines the body's calls (graph, the caller, owns it)."""
     p = eqn.params
     nc, ncarry = p["num_consts"], p["num_carry"]
     if p["reverse"]:
