@@ -104,6 +104,10 @@ class _Body:
         None if it is not."""
         k = self.const(v)
         if k is not None:
+            if np.size(k) == 1:  # a scalar (a literal added to every gate)
+                return np.zeros((n, width)), np.zeros((cells, width)), np.full(width, float(np.ravel(k)[0]))
+            if np.shape(k)[-1:] != (width,):
+                return None
             k = np.broadcast_to(np.asarray(k, np.float32), v.aval.shape).reshape(-1, width)
             if not (k == k[:1]).all():
                 return None  # not one bias for every row
@@ -155,6 +159,13 @@ def _joined(body: _Body, a):
 def match(eqn, consts: dict, flatten) -> Lstm | str:
     """The LSTM a scan equation (graph.Eqn) computes, or why it is not one (a phrase); flatten:
     graph.flatten, which inlines the body's calls (graph, the caller, owns it)."""
+    try:
+        return _match(eqn, consts, flatten)
+    except (ValueError, TypeError, IndexError, KeyError) as e:  # a body shaped unlike any LSTM
+        return f"its body could not be read as an LSTM cell ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+
+
+def _match(eqn, consts: dict, flatten) -> Lstm | str:
     p = eqn.params
     nc, ncarry = p["num_consts"], p["num_carry"]
     if p["reverse"]:
