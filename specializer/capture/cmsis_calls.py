@@ -11,7 +11,8 @@ ahead-of-time compiler does, and O2 sees the form's own code at the call --, ful
 overlapping the input's rows), the block calls arm_convolve_s8 (upscale_dims NULL) /
 arm_depthwise_conv_s8 directly; the capture log says which form and why. A block with int4
 weights (its op ends in _s4; the filter operand is packed) calls arm_convolve_s4,
-arm_depthwise_conv_s4 or arm_fully_connected_s4. Arguments and struct fields are given by name; specializer/library/cmsis_api.py's tables put them in C's order.
+arm_depthwise_conv_s4 or arm_fully_connected_s4. Arguments and struct fields are given by name;
+specializer/library/cmsis_api.py's tables put them in C's order.
 
 The scratch buffer (cmsis_nn_context.buf) is the memory plan's shared scratch global, sized
 with v7.0.0's *_get_buffer_size formulas for a DSP core without Helium built by clang

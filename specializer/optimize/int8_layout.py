@@ -99,11 +99,11 @@ def unpack_int4(packed: bytes, count: int) -> np.ndarray:
     return np.where(nibbles > 7, nibbles - 16, nibbles).astype(np.int8)
 
 
-def constants(g: Globals, args: list[str], out_c: int, filter_bytes: int,
+def constants(g: Globals, args: list[str], out_c: int, n_weights: int,
               per_tensor: bool = False, int4: bool = False) -> Constants | str:
     """The call's constants, or why it has none (a parameter not a constant global). per_tensor:
     the quant params are one {multiplier, shift} (fully connected), given to every channel;
-    filter_bytes: the filter's weights, int4: packed two a byte (an s4 function's call)."""
+    n_weights: the filter's, one byte each, or (int4: an s4 function's call) two a byte."""
     if per_tensor:
         one = g.ints(irtext.global_arg(args[2]), 2)
         mult, shift = ([one[0]] * out_c, [one[1]] * out_c) if one else (None, None)
@@ -112,13 +112,13 @@ def constants(g: Globals, args: list[str], out_c: int, filter_bytes: int,
         mult, shift = (g.ints(q, out_c) for q in quant) if quant else (None, None)
     if mult is None or shift is None:
         return "quant params not constant globals"
-    filt = g.bytes(irtext.global_arg(args[6]), (filter_bytes + 1) // 2 if int4 else filter_bytes)
+    filt = g.bytes(irtext.global_arg(args[6]), (n_weights + 1) // 2 if int4 else n_weights)
     if filt is None:
         return "filter not a constant global"
     bias = [0] * out_c if args[8] == "ptr null" else g.ints(irtext.global_arg(args[8]), out_c)
     if bias is None:
         return "bias not a constant global"
-    weights = unpack_int4(filt, filter_bytes) if int4 else np.frombuffer(filt, np.int8)
+    weights = unpack_int4(filt, n_weights) if int4 else np.frombuffer(filt, np.int8)
     return Constants(weights, bias, mult, shift)
 
 

@@ -52,8 +52,8 @@ class _Block:
 
 
 # int4 weights (CMSIS-NN's s4 functions): the filter travels packed, two weights a byte in its
-# row-major order, the first in the low nibble (CMSIS-NN's and TFLite's packing), values in
-# [-7, 7]. The field is left out of repr (the scope's digest) so an int8 block is named as before;
+# row-major order, the first in the low nibble (CMSIS-NN's and TFLite's packing); quantize() makes
+# them symmetric, [-7, 7]. The field is left out of repr (the scope's digest) so an int8 block is named as before;
 # an int4 block's op, and so its scope and custom call, end in _s4 instead.
 def _weight_bits() -> int:
     return dataclasses.field(default=8, repr=False)

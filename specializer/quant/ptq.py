@@ -8,7 +8,9 @@ quantize(fn, params, calibration_inputs):
      point rounded), symmetric int8 weights (per output channel for conv and depthwise, per
      tensor for dense), int32 biases at input scale x weight scale, fixed-point multipliers
      from quantize_multiplier; pools and reshapes keep their input's scale and zero point,
-     softmax outputs scale 1/256 and zero point -128, relu becomes the clamp at the zero point.
+     softmax outputs scale 1/256 and zero point -128, relu becomes the clamp at the zero point;
+     with weight_bits=4, conv, depthwise and dense weights int4 (packed); an LSTM written with
+     lax.scan TFLite's integer LSTM (_lstm: its cell state int16, calibrated inside the scan).
 The result is a plain JAX function of int8 inputs and int8/int32 parameters.
 """
 
@@ -23,12 +25,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from specializer.quant import activations, blocks
+from specializer.quant import activations, blocks, lstm_scan
 from specializer.quant import lstm as lstm_block
 from specializer.quant.fixedpoint import quantize_multiplier
-
 from specializer.quant.graph import Graph, Layer, QuantizeError, build, evaluate
-from specializer.quant import lstm_scan
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
                                       MeanParams, PoolParams, SoftmaxParams, TransposeConvParams)
 
@@ -188,7 +188,8 @@ def _run(s: Step, x, w, b):
 
 
 def _calibrate(g: Graph, names: list[str], samples: Sequence[dict]) -> dict:
-    """min/max of every layer's float output over the calibration samples."""
+    """min/max of every layer's float output over the calibration samples; for an LSTM also the
+    largest magnitude of its cell state, under ("cell", id(layer))."""
     watch = [layer.out for layer in g.layers]
     cells = [layer for layer in g.layers if layer.kind == "lstm"]
 
