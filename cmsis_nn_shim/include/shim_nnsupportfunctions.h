@@ -125,6 +125,16 @@ __STATIC_FORCEINLINE int32_t arm_nn_read_q15x2_ia(const int16_t **in_q15)
 
 /* ------------------------------------------------------------------ int4 weights */
 
+/* An s4 layer's output: the bias (if any) added, requantized, offset and clamped to int8. */
+__STATIC_FORCEINLINE int8_t shim_s4_output(int32_t acc, const int32_t *bias, int32_t o, int32_t multiplier,
+                                           int32_t shift, int32_t out_offset, cmsis_nn_activation act)
+{
+    acc += bias ? bias[o] : 0;
+    acc = arm_nn_requantize(acc, multiplier, shift) + out_offset;
+    acc = MAX(acc, act.min);
+    return (int8_t)MIN(acc, act.max);
+}
+
 /* Weight i of an int4 filter packed two a byte, the first in the low nibble (the s4 functions). */
 __STATIC_FORCEINLINE int32_t shim_s4_weight(const int8_t *packed, const int32_t i)
 {

@@ -34,10 +34,7 @@ static void fill_column(int16_t *col, const int8_t *in, const cmsis_nn_dims *id,
 static inline int8_t finish(int32_t acc, int32_t o, const int32_t *bias, const cmsis_nn_per_channel_quant_params *qp,
                             const cmsis_nn_conv_params *cp)
 {
-    acc += bias ? bias[o] : 0;
-    acc = arm_nn_requantize(acc, qp->multiplier[o], qp->shift[o]) + cp->output_offset;
-    acc = MAX(acc, cp->activation.min);
-    return (int8_t)MIN(acc, cp->activation.max);
+    return shim_s4_output(acc, bias, o, qp->multiplier[o], qp->shift[o], cp->output_offset, cp->activation);
 }
 
 /* out0 and out1 for every output channel, from columns c0 and c1: each weight word serves both */

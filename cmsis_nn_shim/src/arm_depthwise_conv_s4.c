@@ -19,10 +19,7 @@
 static inline int8_t finish(int32_t acc, int32_t o, const int32_t *bias, const cmsis_nn_per_channel_quant_params *qp,
                             const cmsis_nn_dw_conv_params *dp)
 {
-    acc += bias ? bias[o] : 0;
-    acc = arm_nn_requantize(acc, qp->multiplier[o], qp->shift[o]) + dp->output_offset;
-    acc = MAX(acc, dp->activation.min);
-    return (int8_t)MIN(acc, dp->activation.max);
+    return shim_s4_output(acc, bias, o, qp->multiplier[o], qp->shift[o], dp->output_offset, dp->activation);
 }
 
 arm_cmsis_nn_status arm_depthwise_conv_s4(const cmsis_nn_context *ctx,

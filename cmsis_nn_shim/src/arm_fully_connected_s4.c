@@ -32,10 +32,7 @@ static inline void widen8(const int8_t *x, int32_t offset, int16_t *c)
 static inline int8_t finish(int32_t acc, int32_t o, const int32_t *bias, const cmsis_nn_fc_params *fp,
                             const cmsis_nn_per_tensor_quant_params *qp)
 {
-    acc += bias ? bias[o] : 0;
-    acc = arm_nn_requantize(acc, qp->multiplier, qp->shift) + fp->output_offset;
-    acc = MAX(acc, fp->activation.min);
-    return (int8_t)MIN(acc, fp->activation.max);
+    return shim_s4_output(acc, bias, o, qp->multiplier, qp->shift, fp->output_offset, fp->activation);
 }
 
 arm_cmsis_nn_status arm_fully_connected_s4(const cmsis_nn_context *ctx,
