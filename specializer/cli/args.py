@@ -1,10 +1,11 @@
 """Argument types the commands share (clone budget, call lists, unroll threshold, byte counts,
-output directories)."""
+output directories), and their progress lines."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 
@@ -86,3 +87,12 @@ def add_speed_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="build everything again: do not reuse the builds an earlier run kept in the build "
                         "directory (an unchanged build is reused by default; SPECIALIZER_BUILD_DIR)")
+
+
+def progress_lines(prefix: str):
+    """A progress callback: `prefix: text` on stderr in one write. Variants built in parallel
+    processes share stderr; print's separate write of the newline let two lines run into one."""
+    def say(text: str) -> None:
+        sys.stderr.write(f"{prefix}: {text}\n")
+        sys.stderr.flush()
+    return say

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from specializer.cli.args import byte_count, calls, growth, output_dir, unroll_threshold
+from specializer.cli.args import byte_count, calls, growth, output_dir, progress_lines, unroll_threshold
 from specializer.errors import UserError
 
 
@@ -59,8 +58,7 @@ def main(argv: list[str]) -> int:
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     model = inputs.load(path)
-    progress = None if a.quiet else (lambda text: print(f"specialize: {model.name}: {text}", file=sys.stderr,
-                                                         flush=True))
+    progress = None if a.quiet else progress_lines(f"specialize: {model.name}")
     threshold, candidates = a.unroll_threshold
     if candidates:
         raise UserError("bundle builds without measuring first: give --unroll-threshold N or llvm, not auto")

@@ -8,7 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from specializer.cli.args import add_speed_options, byte_count, calls, check_output_dir, growth, unroll_threshold
+from specializer.cli.args import (add_speed_options, byte_count, calls, check_output_dir, growth, progress_lines,
+                                  unroll_threshold)
 from specializer.errors import UserError
 
 
@@ -160,7 +161,7 @@ def main(argv: list[str]) -> int:
                                                          else model.name + ".variants")
     # on a terminal (or with --progress): a line per step; never mixed into a piped error line
     show = a.progress or (not a.quiet and sys.stderr.isatty())
-    progress = (lambda text: print(f"specialize: {model.name}: {text}", file=sys.stderr, flush=True)) if show else None
+    progress = progress_lines(f"specialize: {model.name}") if show else None
     with timing.recording() as rec:
         c = compare(model, out, options, which, method=a.method, timeout=a.timeout, progress=progress,
                     diff_text=a.diff_text, jobs=a.jobs, reuse=not a.no_cache)

@@ -7,6 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from specializer.cli.args import progress_lines
 from specializer.errors import UserError
 
 
@@ -38,7 +39,7 @@ def main(argv: list[str]) -> int:
     from specializer.driver.layers import layer_profile
     from specializer.report import layer_table
 
-    say = None if a.quiet or not sys.stderr.isatty() else (lambda t: print(f"layers: {t}", file=sys.stderr, flush=True))
+    say = None if a.quiet or not sys.stderr.isatty() else progress_lines("layers")
     with tempfile.TemporaryDirectory(prefix="specializer-layers-") as tmp:
         report = layer_profile(model, Path(a.keep or tmp), which, timeout=a.timeout, progress=say)
     print(layer_table.as_json(report) if a.json else layer_table.table(report), end="")
