@@ -2,11 +2,13 @@
 SOFTMAX) bit-exact with TFLite Micro, and a streaming model written as a user writes one with
 the block, its state carried over twelve frames by lax.scan, so QEMU's call updates a state
 that is not zero (bit-exact with JAX's block, which test_svdf_s8.py holds equal to TFLite
-Micro's kernel from any state)."""
+Micro's kernel from any state). Each with an int16 state (arm_svdf_state_s16_s8) and an int8
+one (arm_svdf_s8)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from test_svdf_s8 import keyword_svdf
 
 from specializer import inputs
@@ -18,7 +20,7 @@ from specializer.report import macs
 
 STREAM_KWS = '''
 """A streaming keyword spotter's SVDF layer written with specializer.quant's blocks: 12 frames of
-10 int8 features, one SVDF step per frame (its int16 state carried by lax.scan), every frame's
+10 int8 features, one SVDF step per frame (its int{bits} state carried by lax.scan), every frame's
 9 int8 outputs returned."""
 import jax.numpy as jnp
 import numpy as np
@@ -29,11 +31,12 @@ from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.params import SvdfParams
 
 FRAMES, FEATURES, FILTERS, RANK, MEMORY = 12, 10, 27, 3, 5
-_m1, _s1 = quantize_multiplier(0.05 * 0.02 / 0.0072)
-_m2, _s2 = quantize_multiplier(0.0072 * 1e-4 / 0.8)
+STATE, T_MAX = jnp.int{bits}, {t_max}
+_m1, _s1 = quantize_multiplier(0.05 * 0.02 / {state_scale})
+_m2, _s2 = quantize_multiplier({state_scale} * 1e-4 / {out_scale})
 P = SvdfParams(batch=1, input_size=FEATURES, filters=FILTERS, memory=MEMORY, rank=RANK, input_zero_point=-4,
                output_zero_point=6, feature_multiplier=_m1, feature_shift=_s1, output_multiplier=_m2,
-               output_shift=_s2)
+               output_shift=_s2, state_bits={bits})
 
 
 def stream_kws(frames, wf, wt, b):
@@ -41,15 +44,15 @@ def stream_kws(frames, wf, wt, b):
         y, state = blocks.svdf(x[None], wf, wt, b, state, P)
         return state, y[0]
 
-    _, ys = lax.scan(step, jnp.zeros(P.state_shape, jnp.int16), frames)
+    _, ys = lax.scan(step, jnp.zeros(P.state_shape, STATE), frames)
     return ys
 
 
 _rng = np.random.default_rng(21)
 stream_kws.example_inputs = {"frames": _rng.integers(-128, 128, (FRAMES, FEATURES)).astype(np.int8)}
 stream_kws.weights = {"wf": _rng.integers(-127, 128, (FILTERS, FEATURES)).astype(np.int8),
-                      "wt": _rng.integers(-20000, 20000, (FILTERS, MEMORY)).astype(np.int16),
-                      "b": _rng.integers(-100000, 100000, FILTERS // RANK).astype(np.int32)}
+                      "wt": _rng.integers(-T_MAX, T_MAX, (FILTERS, MEMORY)).astype(STATE),
+                      "b": _rng.integers(-{b_max}, {b_max}, FILTERS // RANK).astype(np.int32)}
 '''
 
 
@@ -61,12 +64,28 @@ def every_variant_exact(model_ll, tmp_path):
         assert r.max_abs_err == 0, r.variant
 
 
-def test_imported_keyword_tail_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
+# state bits -> the stream model's (time weights' bound, state scale, output scale, bias bound):
+# the state's new values spread over its type, the outputs over int8
+STREAM = {16: (20000, 0.0072, 0.8, 100000), 8: (127, 0.427, 0.0123, 10000)}
+FUNCTION = {16: "arm_svdf_state_s16_s8", 8: "arm_svdf_s8"}
+
+
+def stream_source(bits: int) -> str:
+    t_max, state_scale, out_scale, b_max = STREAM[bits]
+    source = STREAM_KWS
+    for k, v in {"bits": bits, "t_max": t_max, "state_scale": state_scale, "out_scale": out_scale,
+                 "b_max": b_max}.items():
+        source = source.replace("{" + k + "}", str(v))
+    return source
+
+
+@pytest.mark.parametrize("bits", [16, 8])
+def test_imported_keyword_tail_bit_exact_with_tflite_micro_in_every_variant(bits, tmp_path):
     path = tmp_path / "kws_svdf.tflite"
-    path.write_bytes(keyword_svdf())
+    path.write_bytes(keyword_svdf(bits=bits))
     c = capture(path, None, tmp_path / "cap")
     assert [line.split(" onto ")[1] for line in c.log if line.startswith("lowered ")] == \
-        ["arm_svdf_state_s16_s8", "arm_fully_connected_s8", "arm_softmax_s8"]
+        [FUNCTION[bits], "arm_fully_connected_s8", "arm_softmax_s8"]
     x = c.manifest.inputs[0].array()
     (want,) = imported.run_tflite_micro(imported.read(path), [(x,)])[0]
     got = c.manifest.outputs[0].array()
@@ -77,12 +96,13 @@ def test_imported_keyword_tail_bit_exact_with_tflite_micro_in_every_variant(tmp_
     every_variant_exact(c.model_ll, tmp_path)
 
 
-def test_streaming_model_written_with_the_block_in_every_variant(tmp_path):
+@pytest.mark.parametrize("bits", [16, 8])
+def test_streaming_model_written_with_the_block_in_every_variant(bits, tmp_path):
     src = tmp_path / "stream_kws.py"
-    src.write_text(STREAM_KWS)
+    src.write_text(stream_source(bits))
     c = capture(src, "stream_kws", tmp_path / "cap")
-    assert any("onto arm_svdf_state_s16_s8" in line for line in c.log)
-    assert "arm_svdf_state_s16_s8" in c.model_ll.read_text()
+    assert any(f"onto {FUNCTION[bits]}" in line for line in c.log)
+    assert FUNCTION[bits] in c.model_ll.read_text()
     assert macs.count(c.model_ll.read_text()) == 27 * (10 + 5)  # one step's, in the loop's body once
     got = c.manifest.outputs[0].array()
     assert got.shape == (12, 9) and len(np.unique(got[(got > -128) & (got < 127)])) > 40

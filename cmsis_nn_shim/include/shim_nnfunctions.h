@@ -235,6 +235,33 @@ arm_cmsis_nn_status arm_svdf_state_s16_s8(const cmsis_nn_context *input_ctx,
                                           int8_t *output_data);
 
 /*
+ * s8 SVDF with an int8 state and int8 time weights: arm_svdf_state_s16_s8's step with int8 in
+ * place of int16 (state_data int8 [BATCH][FILTERS][MEMORY], weights_time_data int8; the new
+ * values clamped to input_activation, which TFLite's reference sets to int8's range). ctx is
+ * Helium's (kernel sums) and not read; arm_svdf_s8_get_buffer_size() gives 0.
+ */
+arm_cmsis_nn_status arm_svdf_s8(const cmsis_nn_context *ctx,
+                                const cmsis_nn_context *input_ctx,
+                                const cmsis_nn_context *output_ctx,
+                                const cmsis_nn_svdf_params *svdf_params,
+                                const cmsis_nn_per_tensor_quant_params *input_quant_params,
+                                const cmsis_nn_per_tensor_quant_params *output_quant_params,
+                                const cmsis_nn_dims *input_dims,
+                                const int8_t *input_data,
+                                const cmsis_nn_dims *state_dims,
+                                int8_t *state_data,
+                                const cmsis_nn_dims *weights_feature_dims,
+                                const int8_t *weights_feature_data,
+                                const cmsis_nn_dims *weights_time_dims,
+                                const int8_t *weights_time_data,
+                                const cmsis_nn_dims *bias_dims,
+                                const int32_t *bias_data,
+                                const cmsis_nn_dims *output_dims,
+                                int8_t *output_data);
+
+int32_t arm_svdf_s8_get_buffer_size(const cmsis_nn_dims *filter_dims);
+
+/*
  * s8 LSTM over a sequence, TFLite's fully integer UNIDIRECTIONAL_SEQUENCE_LSTM (int8 input and
  * hidden state, int16 cell state), starting from the hidden state at output_offset and the
  * cell at 0 (buffers->cell_state is cleared here).

@@ -222,6 +222,40 @@ arm_cmsis_nn_status arm_nn_vec_mat_mult_t_s8(const int8_t *lhs,
                                              const int32_t address_offset,
                                              const int32_t rhs_offset);
 
+/* ------------------------------------------------------------------ SVDF */
+
+/*
+ * The end of an SVDF step, the same for both state types: each unit's sum (bias plus its rank
+ * filters' time sums, into unit_sums), requantized by quant, offset and clamped into out.
+ * Sums wrap modulo 2^32, as on the core.
+ */
+static inline void shim_svdf_units(const int32_t *time_sums,
+                                   const int32_t *bias,
+                                   int32_t units,
+                                   int32_t rank,
+                                   const cmsis_nn_svdf_params *params,
+                                   const cmsis_nn_per_tensor_quant_params *quant,
+                                   int32_t *unit_sums,
+                                   int8_t *out)
+{
+    for (int32_t u = 0; u < units; u++)
+    {
+        uint32_t sum = bias != NULL ? (uint32_t)bias[u] : 0;
+        for (int32_t r = 0; r < rank; r++)
+        {
+            sum += (uint32_t)time_sums[u * rank + r];
+        }
+        unit_sums[u] = (int32_t)sum;
+    }
+    for (int32_t u = 0; u < units; u++)
+    {
+        int32_t v = arm_nn_requantize(unit_sums[u], quant->multiplier, quant->shift) + params->output_offset;
+        v = MAX(v, params->output_activation.min);
+        v = MIN(v, params->output_activation.max);
+        out[u] = (int8_t)v;
+    }
+}
+
 #ifdef __cplusplus
 }
 #endif

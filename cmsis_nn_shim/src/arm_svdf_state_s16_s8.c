@@ -78,24 +78,8 @@ arm_cmsis_nn_status arm_svdf_state_s16_s8(const cmsis_nn_context *input_ctx,
             time_sums[f] = (int32_t)sum;
         }
 
-        for (int32_t u = 0; u < units; u++)
-        {
-            uint32_t sum = bias_data != NULL ? (uint32_t)bias_data[u] : 0;
-            for (int32_t r = 0; r < rank; r++)
-            {
-                sum += (uint32_t)time_sums[u * rank + r];
-            }
-            unit_sums[u] = (int32_t)sum;
-        }
-
-        for (int32_t u = 0; u < units; u++)
-        {
-            int32_t v = arm_nn_requantize(unit_sums[u], output_quant_params->multiplier, output_quant_params->shift) +
-                svdf_params->output_offset;
-            v = MAX(v, svdf_params->output_activation.min);
-            v = MIN(v, svdf_params->output_activation.max);
-            output_data[b * units + u] = (int8_t)v;
-        }
+        shim_svdf_units(time_sums, bias_data, units, rank, svdf_params, output_quant_params, unit_sums,
+                        output_data + b * units);
     }
     return ARM_CMSIS_NN_SUCCESS;
 }

@@ -1,9 +1,9 @@
 """TFLite's int8 recurrent ops as specializer.quant's blocks, their parameters derived from the
 file as TFLite Micro's Prepare derives them:
-- SVDF (svdf_common.cc PrepareSvdf): the feature step's multiplier from input scale *
-  feature-weight scale / state scale and the output's from state scale * time-weight scale /
-  output scale, each product and quotient taken in float32 (as TFLite Micro's float fields),
-  then QuantizeMultiplier;
+- SVDF (svdf_common.cc PrepareSvdf), its time weights and state int16 or int8: the feature
+  step's multiplier from input scale * feature-weight scale / state scale and the output's from
+  state scale * time-weight scale / output scale, each product and quotient taken in float32 (as
+  TFLite Micro's float fields), then QuantizeMultiplier;
 - UNIDIRECTIONAL_SEQUENCE_LSTM (lstm_eval_common.cc PrepareGateParametersInteger): each gate's
   input and recurrent products into int16 at 2**-12, their multipliers as a fully connected
   layer's (the scales' product in float32, divided in double); the products between gates from
@@ -48,7 +48,9 @@ def svdf(c: OpContext, x: TensorRecord) -> Layer:
         raise c.refuse(f"input {list(x.shape)} is not [batch, input size]")
     batch, n_in = x.shape
     wf = _constant(c, 1, "feature weights", "INT8", 2)
-    wt = _constant(c, 2, "time weights", "INT16", 2, " (int8 time weights, arm_svdf_s8, are not supported)")
+    wt = c.tensor(2)
+    kind = wt.type if wt is not None and wt.type in ("INT16", "INT8") else "INT16"
+    wt = _constant(c, 2, "time weights", kind, 2, " or INT8")
     filters, memory = wt.shape
     rank = int(c.options["rank"])
     if wf.shape != (filters, n_in) or rank < 1 or filters % rank:
@@ -58,19 +60,21 @@ def svdf(c: OpContext, x: TensorRecord) -> Layer:
     units = filters // rank
     if c.out.shape != (batch, units):
         raise c.refuse(f"output {list(c.out.shape)} is not [batch, filters / rank] = {[batch, units]}")
-    state = _constant(c, 4, "state", "INT16", 2)
+    state = _constant(c, 4, "state", kind, 2, f" (TFLite Micro reads the state as the time weights' {kind})")
     if state.shape != (batch, filters * memory):
         raise c.refuse(f"state {list(state.shape)} is not [batch, filters * memory] = {[batch, filters * memory]}")
     if state.data is not None and state.data.any():
         raise c.refuse(f"state (tensor {state.index}) has initial values; TFLite Micro starts it at zero")
     state_s, state_zp = per_tensor(c, state, "state")
     if state_zp != 0:
-        raise c.refuse(f"state (tensor {state.index}) has zero point {state_zp}; an int16 state's is 0")
+        why = ("an int16 state's is 0" if kind == "INT16" else
+               "CMSIS-NN's arm_svdf_s8 takes an int8 state's as 0 (it has no state offset)")
+        raise c.refuse(f"state (tensor {state.index}) has zero point {state_zp}; {why}")
     wf_s, _ = per_tensor(c, wf, "feature weights")
     wt_s, _ = per_tensor(c, wt, "time weights")
-    names = [c.constant(1, "w", "INT8"), c.constant(2, "t", "INT16")]
+    names = [c.constant(1, "w", "INT8"), c.constant(2, "t", kind)]
     names.append(f"s{c.op.index}")
-    c.weights[names[-1]] = np.zeros(state.shape, np.int16)
+    c.weights[names[-1]] = np.zeros(state.shape, np.int16 if kind == "INT16" else np.int8)
     if c.tensor(3) is not None:
         names.append(c.constant(3, "b", "INT32"))
         if c.tensor(3).shape != (units,):
@@ -79,7 +83,7 @@ def svdf(c: OpContext, x: TensorRecord) -> Layer:
     m2, s2 = tflite_multiplier(_f32(state_s, wt_s, out_s))
     p = SvdfParams(batch=batch, input_size=n_in, filters=filters, memory=memory, rank=rank, input_zero_point=in_zp,
                    output_zero_point=out_zp, feature_multiplier=m1, feature_shift=s1, output_multiplier=m2,
-                   output_shift=s2)
+                   output_shift=s2, state_bits=16 if kind == "INT16" else 8)
     return c.layer(x, tuple(names), p, lambda a, w, t, s, b=None: blocks.svdf(a, w, t, b, s, p)[0])
 
 

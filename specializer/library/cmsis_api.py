@@ -92,6 +92,16 @@ FUNCTIONS = (
               (_DIMS, "weights_feature_dims"), (_S8, "weights_feature_data"), (_DIMS, "weights_time_dims"),
               ("const int16_t *", "weights_time_data"), (_DIMS, "bias_dims"), ("const int32_t *", "bias_data"))
              + _OUT),
+    Function("arm_svdf_s8", _STATUS,
+             (("const cmsis_nn_context *", "ctx"), ("const cmsis_nn_context *", "input_ctx"),
+              ("const cmsis_nn_context *", "output_ctx"), ("const cmsis_nn_svdf_params *", "svdf_params"),
+              ("const cmsis_nn_per_tensor_quant_params *", "input_quant_params"),
+              ("const cmsis_nn_per_tensor_quant_params *", "output_quant_params"), (_DIMS, "input_dims"),
+              (_S8, "input_data"), (_DIMS, "state_dims"), ("int8_t *", "state_data"),
+              (_DIMS, "weights_feature_dims"), (_S8, "weights_feature_data"), (_DIMS, "weights_time_dims"),
+              (_S8, "weights_time_data"), (_DIMS, "bias_dims"), ("const int32_t *", "bias_data"))
+             + _OUT),
+    Function("arm_svdf_s8_get_buffer_size", "int32_t", ((_DIMS, "filter_dims"),)),
     Function("arm_lstm_unidirectional_s8", _STATUS,
              ((_S8, "input"), ("int8_t *", "output"), ("const cmsis_nn_lstm_params *", "params"),
               ("cmsis_nn_lstm_context *", "buffers"))),

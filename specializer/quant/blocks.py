@@ -389,11 +389,13 @@ def svdf(x, w_feature, w_time, bias, state, p: SvdfParams):
     """arm_svdf_state_s16_s8 (TFLite's int8 SVDF, params.SvdfParams): one step from `state`.
     x int8 [batch, input_size], w_feature int8 [filters, input_size], w_time int16 [filters,
     memory], bias int32 [units] or None, state int16 [batch, filters * memory] (each filter's
-    memory oldest first). Returns (output int8 [batch, units], the new state)."""
+    memory oldest first). Returns (output int8 [batch, units], the new state). With
+    p.state_bits 8 (arm_svdf_s8) the time weights and the state are int8."""
+    st = jnp.int16 if p.state_bits == 16 else jnp.int8
     _check(x, (p.batch, p.input_size), jnp.int8, "input", p)
     _check(w_feature, (p.filters, p.input_size), jnp.int8, "feature weights", p)
-    _check(w_time, (p.filters, p.memory), jnp.int16, "time weights", p)
-    _check(state, p.state_shape, jnp.int16, "state", p)
+    _check(w_time, (p.filters, p.memory), st, "time weights", p)
+    _check(state, p.state_shape, st, "state", p)
     if bias is not None:
         _check(bias, (p.units,), jnp.int32, "bias", p)
     operands = (x, w_feature, w_time, state) + ((bias,) if bias is not None else ())
@@ -403,7 +405,7 @@ def svdf(x, w_feature, w_time, bias, state, p: SvdfParams):
     with jax.named_scope(p.scope):
         # sum w * (x - zp) in int32, which wraps as the core's does: sum w * x - zp * sum w
         acc = _matmul_nt(x, w_feature) - jnp.int32(p.input_zero_point) * jnp.sum(w_feature, axis=1, dtype=jnp.int32)
-        newest = jnp.clip(requantize(acc, p.feature_multiplier, p.feature_shift), -32768, 32767).astype(jnp.int16)
+        newest = jnp.clip(requantize(acc, p.feature_multiplier, p.feature_shift), *p.state_range).astype(st)
         # every filter's memory moves one place towards its start; the newest value goes last
         old = state.reshape(p.batch, p.filters, p.memory)
         new = jnp.concatenate([old[:, :, 1:], newest[:, :, None]], axis=2)

@@ -48,6 +48,8 @@ class _Block:
         d = dataclasses.asdict(self)
         if d.get("weight_bits") == 8:  # the default: an int8 block's dict as before int4 weights
             del d["weight_bits"]
+        if d.get("state_bits") == 16:  # the default: an SVDF's dict as before int8 states
+            del d["state_bits"]
         return {"op": self.op, **{k: _lists(v) for k, v in d.items()}}
 
 
@@ -337,8 +339,10 @@ class SvdfParams(_Block):
     state dotted with the time weights, summed over each unit's `rank` filters, plus the bias,
     is requantized to int8. The zero points are the tensors' own (svdf_params takes them so, as
     TFLite Micro passes them); the state's is 0. TFLite's fused activation does not apply to the
-    integer op (TFLite Micro clamps to int8 only)."""
-    op: ClassVar[str] = "svdf_s8"
+    integer op (TFLite Micro clamps to int8 only).
+    `state_bits` 8: arm_svdf_s8, the state and the time weights int8 (TFLite Micro's
+    EvalInt8SvdfReference), the new values clamped to int8; the state's zero point still 0, as
+    CMSIS-NN's function has no state offset."""
     batch: int
     input_size: int
     filters: int
@@ -350,8 +354,16 @@ class SvdfParams(_Block):
     feature_shift: int
     output_multiplier: int
     output_shift: int
+    # out of repr (the scope's digest) and of the dict when 16, so an int16-state block is named as before
+    state_bits: int = dataclasses.field(default=16, repr=False)
+
+    @property
+    def op(self) -> str:
+        return "svdf_s8" if self.state_bits == 16 else "svdf_state8_s8"
 
     def __post_init__(self):
+        if self.state_bits not in (8, 16):
+            raise ValueError(f"svdf: state_bits must be 16 or 8, got {self.state_bits}")
         if min(self.batch, self.input_size, self.filters, self.memory, self.rank) < 1 or self.filters % self.rank:
             raise ValueError(f"{self.op}: {self.filters} filters of rank {self.rank}, input {self.input_size}, "
                              f"memory {self.memory}, batch {self.batch}: sizes must be >= 1 and the filters "
@@ -369,6 +381,11 @@ class SvdfParams(_Block):
     @property
     def state_shape(self) -> tuple[int, int]:
         return (self.batch, self.filters * self.memory)
+
+    @property
+    def state_range(self) -> tuple[int, int]:
+        """The clamp of the state's new values: its type's range."""
+        return (-(1 << (self.state_bits - 1)), (1 << (self.state_bits - 1)) - 1)
 
     def macs(self) -> int:
         """Each filter's feature product and its time dot, per batch (report/macs.py counts the

@@ -74,6 +74,7 @@ CMSIS_NN = {
     "arm_convolve_s4": _conv, "arm_depthwise_conv_s4": _depthwise, "arm_fully_connected_s4": _fully_connected,
     "arm_transpose_conv_s8": _transpose_conv,
     "arm_svdf_state_s16_s8": _svdf,
+    "arm_svdf_s8": _svdf,
     "arm_lstm_unidirectional_s8": _lstm,
 }
 _PARAMS = {f.name: [n for _, n in f.params] for f in FUNCTIONS}
