@@ -98,6 +98,16 @@ def macs(op: str, filter_shape: tuple[int, ...] | None, out: Tensor) -> int:
 _DTYPES = {"INT8": "int8", "FLOAT32": "float32", "INT32": "int32"}
 
 
+def _filter_shape(block) -> tuple[int, ...] | None:
+    """An int8 block's filter shape in TFLite's layout (conv OHWI, depthwise 1HWC, dense [out,
+    in]): its weight's own shape is not it when int4 weights are stored packed (1-D)."""
+    if hasattr(block, "filter_dims"):
+        return tuple(block.filter_dims)
+    if hasattr(block, "out_features"):
+        return (block.out_features, block.in_features)
+    return None
+
+
 def of_tflite(model, arena: int | None) -> Layers:
     """The operators of a TfliteModel (importers/tflite.py) as layers."""
     from specializer.importers.tflite import scope
@@ -114,7 +124,9 @@ def of_tflite(model, arena: int | None) -> Layers:
         ins = tuple(tensor(i) for i in layer.inputs)
         o = tensor(layer.output)
         ws = [np.asarray(model.weights[n]) for n in layer.weights]
-        filt = tuple(ws[0].shape) if ws and layer.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") else None
+        filt = None
+        if ws and layer.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+            filt = _filter_shape(layer.block) or tuple(ws[0].shape)  # a float model's layers have no block
         n_macs = layer.block.macs() if hasattr(layer.block, "macs") else macs(layer.name, filt, o)  # int8 TRANSPOSE_CONV
         out.append(Layer(layer.op, layer.name, g.tensors[layer.output].name, scope(layer), ins, (o,),
                          n_macs, sum(w.nbytes for w in ws),
@@ -135,11 +147,7 @@ def of_quantized(model, inputs: dict, params: dict, source: str) -> Layers:
         ins = tuple(Tensor(tuple(t.shape), str(t.dtype)) for t in ins)
         o = Tensor(tuple(o.shape), str(o.dtype))
         ws = [np.asarray(params[n]) for n in (s.weight, s.bias, *s.arrays) if n]  # arrays: an LSTM's twelve
-        filt = None
-        if s.kind in ("conv", "depthwise") and ws:  # OHWI, 1HWC as TFLite's (int4: stored packed, 1-D)
-            filt = tuple(s.block.filter_dims)
-        elif s.kind == "dense" and ws:  # [out, in]
-            filt = (s.block.out_features, s.block.in_features)
+        filt = _filter_shape(s.block) if s.kind in ("conv", "depthwise", "dense") and ws else None
         n_macs = s.block.macs() if hasattr(s.block, "macs") else macs(s.kind, filt, o)  # tconv: its own count
         out.append(Layer(k, s.kind, model.scope(k), model.scope(k), ins, (o,), n_macs,
                          sum(w.nbytes for w in ws), sum(t.bytes for t in ins) + o.bytes, snrs[k]))

@@ -71,6 +71,14 @@ MAX_VERSIONS = {"CONV_2D": 8, "DEPTHWISE_CONV_2D": 7, "FULLY_CONNECTED": 14, "AV
 INT8_RANGE = (-128, 127)
 
 
+def unpack_int4(raw: bytes, shape) -> np.ndarray:
+    """An INT4 constant's values as int8, of its shape: two a byte, the first in the low nibble
+    (TFLite's packing, tensor_utils::UnpackDenseInt4IntoInt8)."""
+    b = np.frombuffer(raw, np.int8)
+    pairs = np.stack([np.left_shift(b, 4) >> 4, b >> 4], axis=1).reshape(-1)
+    return pairs[:int(np.prod(shape, dtype=np.int64))].reshape(shape)
+
+
 @dataclass(frozen=True)
 class Quant:
     """Affine quantization: real = scale * (q - zero_point), one pair per slice along `axis`
@@ -85,7 +93,7 @@ class TensorRecord:
     index: int
     name: str
     shape: tuple[int, ...]
-    type: str                    # the schema's name: INT8, INT32, FLOAT32, ...
+    type: str                    # the schema's name: INT8, INT32, FLOAT32, ... (INT4: data unpacked to int8)
     quant: Quant | None
     data: np.ndarray | None      # a constant's values (shaped), None for an activation
 
@@ -201,14 +209,14 @@ def _tensor(path: Path, model, t, index: int) -> TensorRecord:
         raise Refused(f"{where}: data stored outside the flatbuffer is not supported")
     data = None
     if buf is not None and buf.data is not None and len(buf.data):
-        if type_name not in DTYPES:
+        if type_name not in DTYPES and type_name != "INT4":
             raise Refused(f"{where}: constant of type {type_name} is not supported")
         raw = np.asarray(buf.data, np.uint8).tobytes()
-        dtype = DTYPES[type_name]
-        size = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        n = int(np.prod(shape, dtype=np.int64))
+        size = (n + 1) // 2 if type_name == "INT4" else DTYPES[type_name].itemsize * n
         if len(raw) != size:  # TFLite would read past it, or leave part of it unread: a damaged file
             raise UserError(f"{where}: {len(raw)} bytes of data, but {type_name}{list(shape)} takes {size}")
-        data = np.frombuffer(raw, dtype).reshape(shape)
+        data = unpack_int4(raw, shape) if type_name == "INT4" else np.frombuffer(raw, DTYPES[type_name]).reshape(shape)
     return TensorRecord(index, name, shape, type_name, quant, data)
 
 

@@ -10,7 +10,9 @@ derives them:
 - fused activations (CalculateActivationRangeQuantized): zero point + round(bound / scale), the
   division in float32, halves away from zero;
 - ADD: inputs to twice the larger input scale, left shift 20; SOFTMAX: PreprocessSoftmaxScaling
-  with the file's beta.
+  with the file's beta;
+- INT4 filters of conv, depthwise and fully connected: the blocks' int4 weights (weight_bits=4),
+  kept packed as the file packs them.
 """
 
 from __future__ import annotations
@@ -105,9 +107,21 @@ def same_quant(c: OpContext, x: TensorRecord, why: str) -> None:
         raise c.refuse(f"input and output quantization differ ({why})")
 
 
+def _filter(c: OpContext, out_axis: int) -> tuple[TensorRecord, tuple[str, ...], int]:
+    """filter_and_bias for the ops CMSIS-NN has s4 functions for: an INT4 filter (the record's
+    data unpacked) becomes the block's packed weight, TFLite's packing being the block's.
+    (filter, names, weight bits)."""
+    w = c.tensor(1)
+    bits = 4 if w is not None and w.type == "INT4" else 8
+    w, names = filter_and_bias(c, f"INT{bits}", "INT32", out_axis)
+    if bits == 4:
+        c.weights[names[0]] = blocks.pack_int4(c.weights[names[0]])
+    return w, names, bits
+
+
 def conv(c: OpContext, x: TensorRecord) -> Layer:
     in_s, in_zp, out_s, out_zp = _io(c, x)
-    w, names = filter_and_bias(c, "INT8", "INT32", 0)
+    w, names, bits = _filter(c, 0)
     cout, kh, kw, cin = w.shape
     nhwc(c, x)
     if x.shape[3] != cin:
@@ -118,7 +132,7 @@ def conv(c: OpContext, x: TensorRecord) -> Layer:
     mults, shifts = _conv_multipliers(in_s, _weight_scales(c, w, 0, cout), out_s)
     p = ConvParams(input_dims=x.shape, filter_dims=w.shape, output_dims=c.out.shape, stride=stride, padding=pad,
                    input_offset=-in_zp, output_offset=out_zp, activation=activation(c, out_s, out_zp),
-                   multipliers=mults, shifts=shifts, dilation=dilation)
+                   multipliers=mults, shifts=shifts, dilation=dilation, weight_bits=bits)
     return c.layer(x, names, p, lambda a, wt, b=None: blocks.conv2d(a, wt, b, p))
 
 
@@ -136,7 +150,7 @@ def transpose_conv(c: OpContext, x: TensorRecord) -> Layer:
 
 def depthwise(c: OpContext, x: TensorRecord) -> Layer:
     in_s, in_zp, out_s, out_zp = _io(c, x)
-    w, names = filter_and_bias(c, "INT8", "INT32", 3)
+    w, names, bits = _filter(c, 3)
     _, kh, kw, cout = w.shape
     mult = c.options["depthMultiplier"]
     nhwc(c, x)
@@ -149,14 +163,14 @@ def depthwise(c: OpContext, x: TensorRecord) -> Layer:
     p = DepthwiseParams(input_dims=x.shape, filter_dims=w.shape, output_dims=c.out.shape, ch_mult=mult,
                         stride=stride, padding=pad, input_offset=-in_zp, output_offset=out_zp,
                         activation=activation(c, out_s, out_zp), multipliers=mults, shifts=shifts,
-                        dilation=dilation)
+                        dilation=dilation, weight_bits=bits)
     return c.layer(x, names, p, lambda a, wt, b=None: blocks.depthwise_conv2d(a, wt, b, p))
 
 
 def dense(c: OpContext, x: TensorRecord) -> Layer:
     in_s, in_zp, out_s, out_zp = _io(c, x)
     check_dense_options(c)
-    w, names = filter_and_bias(c, "INT8", "INT32", 0)
+    w, names, bits = _filter(c, 0)
     n_out, n_in = w.shape
     size = int(np.prod(x.shape))
     if size % n_in or int(np.prod(c.out.shape)) != size // n_in * n_out:
@@ -169,7 +183,7 @@ def dense(c: OpContext, x: TensorRecord) -> Layer:
         mults, shifts = _conv_multipliers(in_s, scales, out_s)
     p = FullyConnectedParams(batch=size // n_in, in_features=n_in, out_features=n_out, input_offset=-in_zp,
                              output_offset=out_zp, activation=activation(c, out_s, out_zp), multipliers=mults,
-                             shifts=shifts)
+                             shifts=shifts, weight_bits=bits)
     out_shape = c.out.shape
     return c.layer(x, names, p, lambda a, wt, b=None: blocks.fully_connected(a.reshape(p.batch, n_in), wt, b, p)
                    .reshape(out_shape))
