@@ -11,7 +11,8 @@
  * arm_nn_mat_mult_nt_t_s8 does two pixels and widens both sides in the loop: 8 SXTB16 more per
  * 16). The input offset is folded into the bias; for any filter other than 1x1 without padding
  * the pixels' windows are first gathered (int8, the input zero point in the padding) at the
- * start of `cols`, so no tap is tested or offset.
+ * start of `cols`, so no tap is tested or offset -- or, three pixels at a time with input
+ * channels a multiple of 4, widened straight from the input (widen_window: no int8 copy).
  *
  * Weights per pair of output channels (o, o+1; a missing o+1 is zeros), per group of four taps
  * g: int16 (w[o][4g], w[o][4g+2]), (w[o][4g+1], w[o][4g+3]), then the same for o+1; then the
@@ -61,6 +62,52 @@ static inline void gather(int8_t *col, const int8_t *in, int32_t oy, int32_t ox,
   }
 }
 
+/* in_c bytes from s widened into every third pair of words of d (the triples' layout: a
+ * group's pixel 0, 1, 2), four words loaded back to back before their stores (a load after a
+ * store does not pipeline). */
+static inline void widen_tap(uint32_t *d, const int8_t *s, int32_t in_c)
+{
+  for (int32_t m = 0; m < in_c / 4; m += 4) {
+    uint32_t u[4];
+    const int32_t n = in_c / 4 - m < 4 ? in_c / 4 - m : 4;
+    for (int32_t j = 0; j < n; j++) {
+      u[j] = word(s + 4 * (m + j));
+    }
+    for (int32_t j = 0; j < n; j++) {
+      d[6 * (m + j)] = (uint32_t)__builtin_arm_sxtb16((int)u[j]);
+      d[6 * (m + j) + 1] = (uint32_t)__builtin_arm_sxtb16((int)((u[j] >> 8) | (u[j] << 24)));
+    }
+  }
+}
+
+/* Output pixel (oy, ox)'s taps widened into every third pair of words of `dst`, in_c a multiple
+ * of 4: each filter tap's channels straight from the input, a padding tap's from `pad`. A window
+ * wholly inside the input (most of them) is read at offsets from one pointer with no test per
+ * tap. */
+static inline void widen_window(uint32_t *dst, const int8_t *in, const int8_t *pad, int32_t oy, int32_t ox,
+                                int32_t in_h, int32_t in_w, int32_t in_c, int32_t kh, int32_t kw, int32_t stride_h,
+                                int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t dil_h, int32_t dil_w)
+{
+  const int32_t iy = oy * stride_h - pad_top, ix = ox * stride_w - pad_left, per_tap = in_c / 4;
+  if (iy >= 0 && iy + (kh - 1) * dil_h < in_h && ix >= 0 && ix + (kw - 1) * dil_w < in_w) {
+    const int8_t *src = in + (iy * in_w + ix) * in_c;
+    for (int32_t ky = 0; ky < kh; ky++) {
+      for (int32_t kx = 0; kx < kw; kx++) {
+        widen_tap(dst + 6 * (ky * kw + kx) * per_tap, src + (ky * dil_h * in_w + kx * dil_w) * in_c, in_c);
+      }
+    }
+    return;
+  }
+  for (int32_t ky = 0; ky < kh; ky++) {
+    const int32_t y = iy + ky * dil_h;
+    for (int32_t kx = 0; kx < kw; kx++) {
+      const int32_t x = ix + kx * dil_w;
+      widen_tap(dst + 6 * (ky * kw + kx) * per_tap,
+                y < 0 || y >= in_h || x < 0 || x >= in_w ? pad : in + (y * in_w + x) * in_c, in_c);
+    }
+  }
+}
+
 /* Every output pixel, three at a time (see the top). The widened columns
  * per group: pixel 0's taps 0/2 and 1/3, then pixel 1's, then pixel 2's. int8 panels (narrow):
  * per half, the pair's two words are loaded again with the pixels' three and widened (SXTB16,
@@ -79,6 +126,14 @@ static inline void triples(int8_t *out, const int8_t *in, const void *w, const i
      registers than there are (spilled, then reloaded one before each SMLAD: no two loads
      pipelined). */
   uint32_t *volatile opaque_wide = wide;
+  /* Whole groups per filter tap (in_c a multiple of 4): each tap's channels are widened straight
+     from the input, a padding tap's from `pad` (in_c bytes of the zero point at the start of
+     cols), with no int8 copy of the windows first. */
+  const int32_t by_tap = !direct && in_c % 4 == 0;
+  const int8_t *pad = cols;
+  if (by_tap) {
+    memset(cols, pad_value, (size_t)in_c);
+  }
   for (int32_t p = 0; p < pixels; p += 3) {
     /* a last one or two pixels: the last computed again in the missing places and stored again,
        the same bytes (so no second loop's code is needed for them) */
@@ -89,17 +144,26 @@ static inline void triples(int8_t *out, const int8_t *in, const void *w, const i
       const int32_t y = at[i] / out_w, z = at[i] % out_w;
       if (direct) {
         x[i] = in + (y * stride_h * in_w + z * stride_w) * in_c;
-      } else {
+      } else if (!by_tap) {
         gather(cols + i * k, in, y, z, in_h, in_w, in_c, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w,
                pad_value);
         x[i] = cols + i * k;
+      } else {
+        x[i] = pad; /* no tail to read: k is whole groups */
       }
     }
-    for (int32_t g = 0; g < groups; g++) {
+    if (by_tap) {
       for (int32_t i = 0; i < 3; i++) {
-        const uint32_t u = word(x[i] + 4 * g);
-        wide[6 * g + 2 * i] = (uint32_t)__builtin_arm_sxtb16((int)u);
-        wide[6 * g + 2 * i + 1] = (uint32_t)__builtin_arm_sxtb16((int)((u >> 8) | (u << 24)));
+        widen_window(wide + 2 * i, in, pad, at[i] / out_w, at[i] % out_w, in_h, in_w, in_c, kh, kw, stride_h,
+                     stride_w, pad_top, pad_left, dil_h, dil_w);
+      }
+    } else {
+      for (int32_t g = 0; g < groups; g++) {
+        for (int32_t i = 0; i < 3; i++) {
+          const uint32_t u = word(x[i] + 4 * g);
+          wide[6 * g + 2 * i] = (uint32_t)__builtin_arm_sxtb16((int)u);
+          wide[6 * g + 2 * i + 1] = (uint32_t)__builtin_arm_sxtb16((int)((u >> 8) | (u << 24)));
+        }
       }
     }
     int8_t *o0 = out + at[0] * out_c, *o1 = out + at[1] * out_c, *o2 = out + at[2] * out_c;

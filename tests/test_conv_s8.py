@@ -81,6 +81,30 @@ def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
         assert np.array_equal(got[i], ref_conv(c).ravel().astype(np.int64)), i
 
 
+@pytest.mark.parametrize("narrow", [False, True], ids=["int16-panels", "int8-panels"])
+def test_windows_of_whole_groups_widened_straight_from_the_input(tmp_path, narrow):
+    """Input channels a multiple of 4 (each filter tap whole groups of four): the kernel widens
+    each window from the input, a window wholly inside at offsets from one pointer, one at an
+    edge tap by tap with the padding from a row of the zero point. Strides, dilation, an even
+    filter height, a padded 1x1, a fused activation, bit-exact with CMSIS-NN's convolution."""
+    rng = np.random.default_rng(9)
+    cs = [conv_case(rng, 1, 7, 9, 8, 5, 3, 3, stride=(2, 1), pad=(1, 1)),
+          conv_case(rng, 1, 9, 8, 4, 3, 3, 3, dil=(2, 2), pad=(2, 2)),
+          conv_case(rng, 1, 6, 6, 12, 7, 2, 3, pad=(0, 1)),
+          conv_case(rng, 1, 4, 5, 16, 4, 1, 1, pad=(1, 1)),
+          conv_case(rng, 1, 12, 12, 16, 6, 3, 3, stride=(2, 2), pad=(1, 1))]
+    cs[2]["act"] = (-90, 100)
+    args = [layout(c, narrow) for c in cs]
+    assert not any(a.shape.direct or a.shape.single for a in args)
+    cols = max(a.cols_bytes() for a in args)
+    got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{cols}] __attribute__((aligned(4)));\n",
+                     [(c["inp"], a, ref_conv(c).size, "cols") for c, a in zip(cs, args)])
+    for i, c in enumerate(cs):
+        want = ref_conv(c).ravel().astype(np.int64)
+        assert np.array_equal(got[i], want), i
+        assert len(np.unique(want)) > 10, i  # the arithmetic, not the clamp
+
+
 def test_panels_interleave_two_channels_in_sxtb16_order():
     taps = np.arange(1, 13).reshape(2, 6)  # two channels, k = 6: one group of four, two taps left
     assert rc._panels(taps).tolist() == [1, 3, 2, 4, 7, 9, 8, 10, 5, 11, 6, 12]
