@@ -530,6 +530,26 @@ arm_cmsis_nn_status arm_elementwise_add_s8(const int8_t *input_1_vect,
                                            const int32_t block_size);
 
 /*
+ * s8 elementwise multiply of two vectors of block_size values, TFLite semantics:
+ *
+ *   out = clamp(requantize((in1 + input_1_offset) * (in2 + input_2_offset), out_mult, out_shift)
+ *               + out_offset, out_activation_min, out_activation_max)
+ *
+ * offsets in [-127, 128] (inputs) and [-128, 127] (output). Returns ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_elementwise_mul_s8(const int8_t *input_1_vect,
+                                           const int8_t *input_2_vect,
+                                           const int32_t input_1_offset,
+                                           const int32_t input_2_offset,
+                                           int8_t *output,
+                                           const int32_t out_offset,
+                                           const int32_t out_mult,
+                                           const int32_t out_shift,
+                                           const int32_t out_activation_min,
+                                           const int32_t out_activation_max,
+                                           const int32_t block_size);
+
+/*
  * s8 softmax over num_rows rows of row_size values, TFLite micro's bit-exact algorithm:
  * mult/shift scale (x - row max) to Q5.26 (shift in [0, 31]), values below diff_min give
  * exp 0; the output has scale 1/256 and zero point -128.

@@ -85,6 +85,11 @@ __STATIC_FORCEINLINE int32_t arm_nn_read_s8x4_ia(const int8_t **in_s8)
     *in_s8 += 4;
     return v;
 }
+/* An offset in both halfwords, as SXTAB16 adds it to bytes 0/2 (or 1/3) of a word. */
+__STATIC_FORCEINLINE uint32_t shim_offset_x2(int32_t offset)
+{
+    return ((uint32_t)offset & 0xFFFFU) | ((uint32_t)offset << 16);
+}
 /* acc + a . (b + b_offset) over n int8 values (the recurrent layers' products): with the DSP
    extension four at a time, b widened into halfword pairs with the offset added (SXTAB16), a
    into pairs (SXTB16), two SMLADs. */

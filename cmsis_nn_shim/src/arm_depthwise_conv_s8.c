@@ -83,7 +83,7 @@ SHIM_DEPTHWISE_S8_STORAGE arm_cmsis_nn_status SHIM_DEPTHWISE_S8(const cmsis_nn_c
     }
 #if defined(ARM_MATH_DSP)
     const int32_t c4 = (ch_mult == 1 && dil_h == 1 && dil_w == 1) ? (out_c & ~3) : 0;
-    const uint32_t off2 = ((uint32_t)in_off & 0xFFFF) | ((uint32_t)in_off << 16);
+    const uint32_t off2 = shim_offset_x2(in_off);
 #endif
     for (int32_t b = 0; b < input_dims->n; b++) {
         const int8_t *in = input_data + b * in_h * in_w * in_c;

@@ -49,8 +49,8 @@ arm_cmsis_nn_status arm_elementwise_add_s8(const int8_t *input_1_vect,
                           out_activation_min, out_activation_max};
     int32_t n = block_size;
 #if defined(ARM_MATH_DSP)
-    const uint32_t off1 = ((uint32_t)input_1_offset & 0xFFFFU) | ((uint32_t)input_1_offset << 16);
-    const uint32_t off2 = ((uint32_t)input_2_offset & 0xFFFFU) | ((uint32_t)input_2_offset << 16);
+    const uint32_t off1 = shim_offset_x2(input_1_offset);
+    const uint32_t off2 = shim_offset_x2(input_2_offset);
     for (; n >= 4; n -= 4) {
         const uint32_t a = (uint32_t)arm_nn_read_s8x4_ia(&input_1_vect);
         const uint32_t b = (uint32_t)arm_nn_read_s8x4_ia(&input_2_vect);

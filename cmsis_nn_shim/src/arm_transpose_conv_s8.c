@@ -58,7 +58,7 @@ arm_cmsis_nn_status arm_transpose_conv_s8(const cmsis_nn_context *ctx,
     if (filter_dims->n != out_c || filter_dims->c != in_c || s_h < 1 || s_w < 1)
         return ARM_CMSIS_NN_ARG_ERROR;
 #if defined(ARM_MATH_DSP)
-    const uint32_t off2 = ((uint32_t)p->input_offset & 0xFFFFU) | ((uint32_t)p->input_offset << 16);
+    const uint32_t off2 = shim_offset_x2(p->input_offset);
     const int32_t f_step = k_h * k_w * in_c; /* filter bytes of one output channel */
 #endif
     for (int32_t n = 0; n < input_dims->n; n++) {

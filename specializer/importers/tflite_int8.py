@@ -9,8 +9,8 @@ derives them:
   30 saturates;
 - fused activations (CalculateActivationRangeQuantized): zero point + round(bound / scale), the
   division in float32, halves away from zero;
-- ADD: inputs to twice the larger input scale, left shift 20; SOFTMAX: PreprocessSoftmaxScaling
-  with the file's beta;
+- ADD: inputs to twice the larger input scale, left shift 20; MUL: the input scales' product
+  over the output scale, in double; SOFTMAX: PreprocessSoftmaxScaling with the file's beta;
 - INT4 filters of conv, depthwise and fully connected: the blocks' int4 weights (weight_bits=4),
   kept packed as the file packs them.
 """
@@ -30,7 +30,7 @@ from specializer.quant import blocks
 from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import QuantizeError
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
-                                      PoolParams, TransposeConvParams)
+                                      MulParams, PoolParams, TransposeConvParams)
 from specializer.quant.ptq import ADD_LEFT_SHIFT, softmax_params
 
 SOFTMAX_OUT_SCALE, SOFTMAX_OUT_ZERO_POINT = 1 / 256, -128
@@ -216,6 +216,18 @@ def add(c: OpContext, x: TensorRecord) -> Layer:
     return c.layer(x, (), p, lambda a, b: blocks.add(a, b, p), inputs=(x.index, y.index))
 
 
+def mul(c: OpContext, x: TensorRecord) -> Layer:
+    """MUL (mul_common.cc CalculateOpDataMul): the multiplier of double(input 1 scale) *
+    double(input 2 scale) / double(output scale)."""
+    y = second_input(c, x)
+    s1, z1, out_s, out_zp = _io(c, x)
+    s2, z2 = per_tensor(c, y, "input 2")
+    m, sh = tflite_multiplier(float(np.float64(s1) * np.float64(s2) / np.float64(out_s)))
+    p = MulParams(shape=x.shape, input_1_offset=-z1, input_2_offset=-z2, out_offset=out_zp, out_mult=m, out_shift=sh,
+                  activation=activation(c, out_s, out_zp))
+    return c.layer(x, (), p, lambda a, b: blocks.mul(a, b, p), inputs=(x.index, y.index))
+
+
 def softmax(c: OpContext, x: TensorRecord) -> Layer:
     in_s, _, out_s, out_zp = _io(c, x)
     # TFLite Micro's check: zero point -128, scale 1/256 within 0.1%
@@ -242,5 +254,5 @@ def reshape_int8(c: OpContext, x: TensorRecord) -> Layer:
 
 
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
-       "ADD": add, "SOFTMAX": softmax, "RESHAPE": reshape_int8, "TRANSPOSE_CONV": transpose_conv, "MEAN": mean,
+       "ADD": add, "MUL": mul, "SOFTMAX": softmax, "RESHAPE": reshape_int8, "TRANSPOSE_CONV": transpose_conv, "MEAN": mean,
        **tflite_movement.OPS}

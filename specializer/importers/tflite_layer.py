@@ -156,12 +156,13 @@ def check_dense_options(c: OpContext) -> None:
 
 
 def second_input(c: OpContext, x: TensorRecord) -> TensorRecord:
-    """ADD's other operand: computed, of the first's type and shape (no broadcasting)."""
+    """ADD's or MUL's other operand: computed, of the first's type and shape (no broadcasting)."""
     y = c.tensor(1)
     if y is None or y.data is not None or y.type != x.type:
         raise c.refuse(f"second input must be a computed {x.type} tensor")
     if not (x.shape == y.shape == c.out.shape):
-        raise c.refuse(f"broadcasting {x.shape} + {y.shape} is not supported")
+        sign = "*" if c.op.name == "MUL" else "+"
+        raise c.refuse(f"broadcasting {x.shape} {sign} {y.shape} is not supported")
     return y
 
 

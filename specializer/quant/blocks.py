@@ -21,8 +21,8 @@ from jax import lax
 from specializer.quant import calls
 from specializer.quant.fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
                          one_over_one_plus_x_for_x_in_0_1, requantize)
-from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams, Pair,
-                     PoolParams, SoftmaxParams, TransposeConvParams, packed_size)
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
+                                      MulParams, Pair, PoolParams, SoftmaxParams, TransposeConvParams, packed_size)
 
 
 
@@ -329,6 +329,20 @@ def add(x1, x2, p: AddParams):
         b = (x2.astype(jnp.int32) + p.input_2_offset) << p.left_shift
         s = requantize(a, p.input_1_mult, p.input_1_shift) + requantize(b, p.input_2_mult, p.input_2_shift)
         y = requantize(s, p.out_mult, p.out_shift) + jnp.int32(p.out_offset)
+        return jnp.clip(y, p.activation[0], p.activation[1]).astype(jnp.int8)
+
+
+def mul(x1, x2, p: MulParams):
+    """arm_elementwise_mul_s8: the offset inputs multiplied (within 255**2: no overflow),
+    requantized to the output, offset, clamped."""
+    _check(x1, p.shape, jnp.int8, "input 1", p)
+    _check(x2, p.shape, jnp.int8, "input 2", p)
+    lowered = calls.call(p, p.shape, x1, x2)
+    if lowered is not None:
+        return lowered
+    with jax.named_scope(p.scope):
+        prod = (x1.astype(jnp.int32) + p.input_1_offset) * (x2.astype(jnp.int32) + p.input_2_offset)
+        y = requantize(prod, p.out_mult, p.out_shift) + jnp.int32(p.out_offset)
         return jnp.clip(y, p.activation[0], p.activation[1]).astype(jnp.int8)
 
 

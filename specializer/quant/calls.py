@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
-                     PoolParams, SoftmaxParams, SvdfParams, TransposeConvParams)
+                                      MulParams, PoolParams, SoftmaxParams, SvdfParams, TransposeConvParams)
 
 TARGET_PREFIX = "cmsis_nn."
 # XLA's legacy custom-call ABI (void fn(void *out, const void **in)): the only kind a handler
@@ -71,7 +71,7 @@ def unsupported(p) -> str | None:
             return ("per-channel requantization (arm_fully_connected_s8 takes one multiplier "
                     "and shift per tensor)")
         return None
-    if isinstance(p, (PoolParams, AddParams, SoftmaxParams)):
+    if isinstance(p, (PoolParams, AddParams, MulParams, SoftmaxParams)):
         # their parameter checks (params.py) already keep them inside what the s8 functions
         # compute exactly: windows that cover a pixel, left_shift >= 16, rows of <= 511
         return None

@@ -337,12 +337,22 @@ class _Builder:
         layer.attrs["b_var"] = b
         self.fold(layer, a, out)
 
+    def mul(self, e: Eqn, out) -> None:
+        """The product of two activations of one shape (TFLite's MUL; a gate times a value)."""
+        a, b = self.const_first(e)
+        if self.is_const(b):
+            self.refuse(e, "only the product of two activations is supported (fold a constant factor into the "
+                           "weights before it)")
+        if a.aval.shape != b.aval.shape:
+            self.refuse(e, "the two activations must have one shape (no broadcasting)")
+        self.emit("mul", [self.producer(a, e), self.producer(b, e)], out, e)
+
     def relu(self, e: Eqn, out) -> None:
         a, b = self.const_first(e)
         if not self.is_const(b) or np.any(self.val(b) != 0):
             self.refuse(e, "only max(x, 0) (relu) is supported")
         layer = self.producer(a, e)
-        if layer.kind not in ("conv", "depthwise", "tconv", "dense", "add", "maxpool", "avgpool") \
+        if layer.kind not in ("conv", "depthwise", "tconv", "dense", "add", "mul", "maxpool", "avgpool") \
                 or layer.relu or self.uses.get(a, 0) != 1:
             self.refuse(e, "relu must directly follow a conv/depthwise/dense/add/pool whose result nothing else reads")
         layer.relu = True
@@ -458,7 +468,7 @@ class _Builder:
 
 
 # primitive -> its rule (the one table of what quantize() accepts)
-RULES = {"conv_general_dilated": _Builder.conv, "dot_general": _Builder.dense, "add": _Builder.add,
+RULES = {"conv_general_dilated": _Builder.conv, "dot_general": _Builder.dense, "add": _Builder.add, "mul": _Builder.mul,
          "max": _Builder.relu, "reduce_window_max": _Builder.maxpool, "reduce_window_sum": _Builder.windowsum,
          "reduce_sum": _Builder.spatialsum, "div": _Builder.mean, "broadcast_in_dim": _Builder.broadcast,
          "pad": _Builder.pad, "transpose": _Builder.transpose, "concatenate": _Builder.concatenate,

@@ -267,6 +267,31 @@ class AddParams(_Block):
 
 
 @dataclass(frozen=True)
+class MulParams(_Block):
+    """arm_elementwise_mul_s8 on two tensors of one shape (TFLite's int8 MUL, MulElementwise):
+    out = clamp(requantize((x1 + input_1_offset) * (x2 + input_2_offset), out_mult, out_shift)
+    + out_offset, activation); the offsets are the inputs' negated zero points, the multiplier
+    the inputs' scales' product over the output's."""
+    op: ClassVar[str] = "elementwise_mul_s8"
+    shape: tuple[int, ...]
+    input_1_offset: int
+    input_2_offset: int
+    out_offset: int
+    out_mult: int
+    out_shift: int
+    activation: Pair
+
+    def __post_init__(self):
+        _check_act(self.activation, self.op)
+        _check_quant((self.out_mult,), (self.out_shift,), 1, self.op)
+        for o in (self.input_1_offset, self.input_2_offset):
+            if not -127 <= o <= 128:
+                raise ValueError(f"{self.op}: input offset {o} outside [-127, 128] (a negated int8 zero point)")
+        if not -128 <= self.out_offset <= 127:
+            raise ValueError(f"{self.op}: output offset {self.out_offset} outside int8")
+
+
+@dataclass(frozen=True)
 class SoftmaxParams(_Block):
     """arm_softmax_s8 over the last axis: output scale 1/256, zero point -128 (TFLite's)."""
     op: ClassVar[str] = "softmax_s8"

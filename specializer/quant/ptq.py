@@ -30,7 +30,7 @@ from specializer.quant import lstm as lstm_block
 from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import Graph, Layer, QuantizeError, build, evaluate
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
-                                      MeanParams, PoolParams, SoftmaxParams, TransposeConvParams)
+                                      MeanParams, MulParams, PoolParams, SoftmaxParams, TransposeConvParams)
 
 SOFTMAX_INTEGER_BITS = 5  # TFLite's kScaledDiffIntegerBits
 # activation kind -> (its parameters from the scales, its int8 block): quant/activations.py
@@ -161,6 +161,8 @@ def _run(s: Step, x, w, b):
         return y.reshape(y.shape[0], y.shape[3])
     if s.kind == "add":
         return blocks.add(x[0], x[1], s.block)
+    if s.kind == "mul":
+        return blocks.mul(x[0], x[1], s.block)
     if s.kind == "softmax":
         return blocks.softmax(x[0], s.block)
     if s.kind == "reshape":
@@ -398,6 +400,13 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
                           left_shift=ADD_LEFT_SHIFT, out_offset=q.zero_point, out_mult=mo, out_shift=so,
                           activation=_act(layer.relu, q))
         return Step("add", block, tuple(src)), q
+    if layer.kind == "mul":  # TFLite's MUL: the inputs' scales' product over the output's
+        q = activation_qparams(*rng)
+        q1, q2 = qins
+        mo, so = quantize_multiplier(q1.scale * q2.scale / q.scale)
+        block = MulParams(shape=out_shape, input_1_offset=-q1.zero_point, input_2_offset=-q2.zero_point,
+                          out_offset=q.zero_point, out_mult=mo, out_shift=so, activation=_act(layer.relu, q))
+        return Step("mul", block, tuple(src)), q
     if layer.kind == "softmax":
         rows = int(np.prod(out_shape[:-1]))
         return Step("softmax", softmax_params(qin.scale, rows, out_shape[-1]), tuple(src)), QParams(1 / 256, -128)

@@ -1,0 +1,174 @@
+"""int8 elementwise multiply (TFLite's MUL, CMSIS-NN's arm_elementwise_mul_s8): the .tflite reader
+against TFLite Micro over shapes, zero points, a fused ReLU and a multiplier above 1; the shim's
+function on the host against the block; a gated network read from a .tflite file (a conv times
+its own sigmoid, then a dense layer) bit-exact with TFLite Micro in every variant on QEMU; and
+quantize() of a JAX model that multiplies two activations, in every variant equal to JAX."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+from every_variant import captured_source, every_variant_passes, model_namespace
+from test_cmsis_nn import host, nn_call, ptr  # noqa: F401
+from test_svdf_models import every_variant_exact
+from test_tflite_import import (ACT, OP, act8, check, const, conv_options, fb, model_bytes, operator, out_scale,
+                                rand8, spread)
+
+from specializer.capture import imported
+from specializer.capture.capture import capture
+from specializer.errors import UserError
+from specializer.importers.tflite import read_tflite
+from specializer.quant import blocks
+from specializer.quant.graph import QuantizeError
+from specializer.quant.params import MulParams
+from specializer.quant.ptq import quantize
+
+
+def mul_options(act=ACT.NONE):
+    o = fb.MulOptionsT()
+    o.fusedActivationFunction = act
+    return o, fb.BuiltinOptions.MulOptions
+
+
+def mul_model(shape=(1, 5, 6, 3), q1=(0.05, 3), q2=(0.08, -20), out=(0.02, 5), act=ACT.NONE) -> bytes:
+    x1, x2, y = act8(shape, *q1, "x1"), act8(shape, *q2, "x2"), act8(shape, *out, "y")
+    return model_bytes([operator(OP.MUL, [x1, x2], [y], *mul_options(act))], [x1, x2], [y])
+
+
+CASES = {
+    "nhwc": dict(),
+    "odd_2d": dict(shape=(3, 7), q1=(0.1, -128), q2=(0.1, 127), out=(0.5, -7)),
+    "relu": dict(act=ACT.RELU, out=(0.01, -30)),
+    "multiplier_above_1": dict(q1=(0.5, 0), q2=(0.5, 0), out=(0.2, 0)),  # 1.25: a left shift
+    "one_value": dict(shape=(1,), q1=(0.3, 1), q2=(0.2, 2), out=(4.0, -3)),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_reader_equals_tflite_micro(case, tmp_path):
+    out = check(mul_model(**CASES[case]), tmp_path, n=4)
+    assert spread(out) >= min(3, out.size // 2), out
+
+
+def test_shim_equals_the_block_on_the_host(host):  # noqa: F811
+    host.arm_elementwise_mul_s8.restype = ctypes.c_int32
+    rng = np.random.default_rng(2)
+    for n, o1, o2, oo, m, s, act in [(37, -3, 20, 5, 1 << 30, -6, (-128, 127)),
+                                     (64, 128, -127, 100, 1900000000, -9, (-20, 90)),
+                                     (5, 0, 0, 0, 1 << 30, 2, (-128, 127))]:
+        p = MulParams(shape=(n,), input_1_offset=o1, input_2_offset=o2, out_offset=oo, out_mult=m, out_shift=s,
+                      activation=act)
+        lim = 128 if s < 0 else 8  # a left shift: small values, else every product saturates
+        a, b = (rng.integers(-lim, lim, n).astype(np.int8) for _ in range(2))
+        got = np.full(n, 99, np.int8)
+        st = nn_call(host, "arm_elementwise_mul_s8", input_1_vect=ptr(a), input_2_vect=ptr(b), input_1_offset=o1,
+                     input_2_offset=o2, output=ptr(got), out_offset=oo, out_mult=m, out_shift=s,
+                     out_activation_min=act[0], out_activation_max=act[1], block_size=n)
+        assert st == 0
+        want = np.asarray(blocks.mul(a, b, p))
+        np.testing.assert_array_equal(got, want)
+        assert len(np.unique(want)) > min(4, n // 2)
+
+
+def gated(seed=0) -> bytes:
+    """x [1, 6, 5, 3] -> conv 3x3 (5 channels) -> h; LOGISTIC(h) -> g; MUL(h, g) (SiLU, a
+    gate) -> reshape -> dense 150 -> 4."""
+    rng = np.random.default_rng(seed)
+    x = act8((1, 6, 5, 3), 0.05, 2, "x")
+    w_s = rng.uniform(0.5, 2.0, 5) / 127
+    h_s = out_scale(0.05, w_s.mean(), 27)
+    h = act8((1, 6, 5, 5), h_s, -3, "h")
+    w = const(rand8(rng, (5, 3, 3, 3), -127), w_s, 0)
+    b = const(rng.integers(-3000, 3000, 5).astype(np.int32), 0.05 * w_s, 0, "b")
+    g = act8((1, 6, 5, 5), 1 / 256, -128, "g")  # TFLite's LOGISTIC output
+    m = act8((1, 6, 5, 5), h_s / 2, -60, "m")
+    r = act8((1, 150), h_s / 2, -60, "r")
+    fw_s = 1 / 127
+    y = act8((1, 4), out_scale(h_s / 2, fw_s, 150), 1, "y")
+    fw = const(rand8(rng, (4, 150), -127), [fw_s], None, "fw")
+    ops = [operator(OP.CONV_2D, [x, w, b], [h], *conv_options()),
+           operator(OP.LOGISTIC, [h], [g]),
+           operator(OP.MUL, [h, g], [m], *mul_options()),
+           operator(OP.RESHAPE, [m, const(np.array([1, 150], np.int32), name="shape")], [r]),
+           operator(OP.FULLY_CONNECTED, [r, fw], [y], fb.FullyConnectedOptionsT(),
+                    fb.BuiltinOptions.FullyConnectedOptions)]
+    return model_bytes(ops, [x], [y])
+
+
+def test_gated_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
+    path = tmp_path / "gated.tflite"
+    path.write_bytes(gated())
+    assert spread(check(gated(), tmp_path, n=3)) >= 3
+    c = capture(path, None, tmp_path / "cap")
+    assert any("onto arm_elementwise_mul_s8" in line for line in c.log), c.log
+    x = c.manifest.inputs[0].array()
+    (want,) = imported.run_tflite_micro(imported.read(path), [(x,)])[0]
+    np.testing.assert_array_equal(c.manifest.outputs[0].array(), want)
+    every_variant_exact(c.model_ll, tmp_path)
+
+
+def test_broadcasting_is_refused_in_one_line(tmp_path):
+    x1, x2, y = act8((1, 4, 3), 0.1, 0, "x1"), act8((1, 1, 3), 0.1, 0, "x2"), act8((1, 4, 3), 0.1, 0, "y")
+    path = tmp_path / "bc.tflite"
+    path.write_bytes(model_bytes([operator(OP.MUL, [x1, x2], [y], *mul_options())], [x1, x2], [y]))
+    with pytest.raises(UserError, match=r"^bc.tflite: operator 0 \(MUL\): broadcasting \(1, 4, 3\) \* \(1, 1, 3\) "
+                                        "is not supported$"):
+        read_tflite(path)
+
+
+MODEL = '''
+import jax
+import numpy as np
+from jax import lax
+
+from specializer.quant.ptq import quantize
+
+DN = ("NHWC", "HWIO", "NHWC")
+
+
+def float_gate(x, w, b, v, c, fc):
+    """A gated unit as a user writes one: a value path times a sigmoid gate path, then dense."""
+    value = jax.nn.relu(lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=DN) + b)
+    gate = jax.nn.sigmoid(lax.conv_general_dilated(x, v, (1, 1), "SAME", dimension_numbers=DN) + c)
+    return (value * gate).reshape(1, -1) @ fc
+
+
+rng = np.random.default_rng(5)
+W = {"w": (rng.standard_normal((3, 3, 3, 6)) * 0.4).astype(np.float32),
+     "b": (rng.standard_normal(6) * 0.1).astype(np.float32),
+     "v": (rng.standard_normal((3, 3, 3, 6)) * 0.4).astype(np.float32),
+     "c": (rng.standard_normal(6) * 0.1).astype(np.float32),
+     "fc": (rng.standard_normal((5 * 7 * 6, 3)) * 0.1).astype(np.float32)}
+calibration = [{"x": rng.standard_normal((1, 5, 7, 3)).astype(np.float32)} for _ in range(12)]
+gate_int8, params = quantize(float_gate, W, calibration, name="gate_int8")
+gate_int8.example_inputs = {"x": gate_int8.inputs["x"].quantize(calibration[0]["x"])}
+gate_int8.weights = params
+'''
+
+
+def test_quantize_reads_a_product_of_two_activations_close_to_float():
+    ns = model_namespace(MODEL, "gate_int8.py")
+    model, qp = ns["gate_int8"], ns["params"]
+    assert [s.kind for s in model.steps] == ["conv", "conv", "logistic", "mul", "reshape", "dense"]
+    q = model.outputs[0]
+    for cal in ns["calibration"][:4]:  # inside the ranges it was calibrated for (no saturation)
+        x = cal["x"]
+        (got,) = model.run_float(qp, x=x)
+        ref = np.asarray(ns["float_gate"](x, **ns["W"]))
+        assert np.abs(got - ref).max() <= 4 * q.scale, (got, ref)
+
+
+def test_quantize_refuses_a_constant_factor():
+    def f(x):
+        return x * 0.5
+
+    with pytest.raises(QuantizeError, match="only the product of two activations"):
+        quantize(f, {}, [{"x": np.ones((2, 3), np.float32)}])
+
+
+def test_quantized_in_every_variant_equal_to_jax(tmp_path):
+    c = captured_source(MODEL, "gate_int8", tmp_path)
+    assert any("onto arm_elementwise_mul_s8" in line for line in c.log)
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
