@@ -92,7 +92,8 @@ def test_windows_of_whole_groups_widened_straight_from_the_input(tmp_path, narro
           conv_case(rng, 1, 9, 8, 4, 3, 3, 3, dil=(2, 2), pad=(2, 2)),
           conv_case(rng, 1, 6, 6, 12, 7, 2, 3, pad=(0, 1)),
           conv_case(rng, 1, 4, 5, 16, 4, 1, 1, pad=(1, 1)),
-          conv_case(rng, 1, 12, 12, 16, 6, 3, 3, stride=(2, 2), pad=(1, 1))]
+          conv_case(rng, 1, 12, 12, 16, 6, 3, 3, stride=(2, 2), pad=(1, 1)),
+          conv_case(rng, 1, 5, 4, 24, 5, 3, 3, pad=(1, 1))]  # 24 channels: a tap's words four, then two
     cs[2]["act"] = (-90, 100)
     args = [layout(c, narrow) for c in cs]
     assert not any(a.shape.direct or a.shape.single for a in args)

@@ -237,7 +237,8 @@ arm_cmsis_nn_status arm_svdf_state_s16_s8(const cmsis_nn_context *input_ctx,
 /*
  * s8 SVDF with an int8 state and int8 time weights: arm_svdf_state_s16_s8's step with int8 in
  * place of int16 (state_data int8 [BATCH][FILTERS][MEMORY], weights_time_data int8; the new
- * values clamped to input_activation, which TFLite's reference sets to int8's range). ctx is
+ * values clamped to input_activation: int8's range is TFLite's reference, which clamps to the
+ * state's type; TFLite Micro's CMSIS-NN glue passes int16's). ctx is
  * Helium's (kernel sums) and not read; arm_svdf_s8_get_buffer_size() gives 0.
  */
 arm_cmsis_nn_status arm_svdf_s8(const cmsis_nn_context *ctx,

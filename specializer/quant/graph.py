@@ -13,7 +13,7 @@ Supported (NHWC activations, float32):
   dense        x @ W / jnp.dot / dot_general of a 2-D activation and a 2-D constant
   + bias       a constant added right after a conv/depthwise/dense, constant over all but the
                last (channel) axis
-  relu         max(x, 0) (jnp.maximum, jax.nn.relu) right after conv/depthwise/dense/add/pool:
+  relu         max(x, 0) (jnp.maximum, jax.nn.relu) right after conv/depthwise/dense/add/mul/pool:
                folded into the block's activation clamp, as TFLite fuses it
   max pool     lax.reduce_window with lax.max (reduce_window_max), any window/stride/padding
   avg pool     reduce_window_sum divided by the window size, without padding; and jnp.mean
@@ -25,6 +25,8 @@ Supported (NHWC activations, float32):
                CONCATENATION (an input quantized otherwise than the output requantized first,
                as the converter's QUANTIZE op does)
   add          two activations of one shape
+  mul          the product of two activations of one shape: TFLite's MUL (a constant factor
+               is refused: fold it into the weights before it)
   softmax      jax.nn.softmax over the last axis
   logistic     jax.nn.sigmoid (TFLite's LOGISTIC: output 1/256, -128); tanh: jnp.tanh (1/128, 0)
   leaky relu   jax.nn.leaky_relu (where(x >= 0, x, alpha * x)): TFLite's LEAKY_RELU
@@ -73,8 +75,9 @@ class Eqn:
 
 @dataclass
 class Layer:
-    """One int8 block to be: kind in input, conv, depthwise, dense, maxpool, avgpool, gap
-    (global average pool), add, softmax, reshape; `out` is the float var holding its result."""
+    """One int8 block to be: kind in input, conv, depthwise, tconv, dense, maxpool, avgpool, gap
+    (global average pool), add, mul, softmax, reshape, ... (RULES and the groups below); `out`
+    is the float var holding its result."""
     kind: str
     ins: list
     out: object
@@ -354,7 +357,8 @@ class _Builder:
         layer = self.producer(a, e)
         if layer.kind not in ("conv", "depthwise", "tconv", "dense", "add", "mul", "maxpool", "avgpool") \
                 or layer.relu or self.uses.get(a, 0) != 1:
-            self.refuse(e, "relu must directly follow a conv/depthwise/dense/add/pool whose result nothing else reads")
+            self.refuse(e, "relu must directly follow a conv/depthwise/dense/add/mul/pool whose result nothing else "
+                           "reads")
         layer.relu = True
         self.fold(layer, a, out)
 
