@@ -65,8 +65,9 @@ def every_variant_exact(model_ll, tmp_path):
 
 
 # state bits -> the stream model's (time weights' bound, state scale, output scale, bias bound):
-# the state's new values spread over its type, the outputs over int8
-STREAM = {16: (20000, 0.0072, 0.8, 100000), 8: (127, 0.15, 0.0098, 10000)}  # int8: about a quarter of the new values clamp
+# the state's new values spread over its type (int8: about a quarter of them clamped), the
+# outputs over int8
+STREAM = {16: (20000, 0.0072, 0.8, 100000), 8: (127, 0.15, 0.0098, 10000)}
 FUNCTION = {16: "arm_svdf_state_s16_s8", 8: "arm_svdf_s8"}
 
 

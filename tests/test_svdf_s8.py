@@ -295,8 +295,8 @@ def keyword_svdf(seed=0, bits=16) -> bytes:
                        np.int16 if bits == 16 else np.int8))
     bias_s = float(np.float32(state_s) * np.float32(WT_SCALE))
     b = const(rng.integers(-b_max, b_max, units).astype(np.int32), [bias_s], None, "bias")
-    state = me.Tensor(shape=(batch, filters * memory), dtype=state_type, quantization=me.Quantization(float(state_s), 0),
-                      name="state")
+    state = me.Tensor(shape=(batch, filters * memory), dtype=state_type,
+                      quantization=me.Quantization(float(state_s), 0), name="state")
     state.is_variable = True
     h = act8((batch, units), h_s, out_zp, "h")
     # logits of std about 40 steps of 0.05 (softmax spreads rather than saturates): the dense

@@ -254,5 +254,5 @@ def reshape_int8(c: OpContext, x: TensorRecord) -> Layer:
 
 
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
-       "ADD": add, "MUL": mul, "SOFTMAX": softmax, "RESHAPE": reshape_int8, "TRANSPOSE_CONV": transpose_conv, "MEAN": mean,
-       **tflite_movement.OPS}
+       "ADD": add, "MUL": mul, "SOFTMAX": softmax, "RESHAPE": reshape_int8, "TRANSPOSE_CONV": transpose_conv,
+       "MEAN": mean, **tflite_movement.OPS}
