@@ -196,4 +196,37 @@ def qdq_cnn(rng, hw=(8, 8), cin=2, calibration: int = 8) -> onnx.ModelProto:
                  opset=QDQ_OPSET, name="qdq_cnn")
 
 
+def qdq_gate(rng, hw=(6, 5), cin=3, calibration: int = 8) -> onnx.ModelProto:
+    """The QDQ int8 form of a gated unit: Conv 3x3 pad 1 + Relu (the value) times Conv 3x3 pad 1
+    (the gate), the product's own quantization (a Mul between DequantizeLinear and
+    QuantizeLinear, as the quantizer writes one)."""
+    c = 4
+    w1, b1 = rng.normal(0, 0.4, (c, cin, 3, 3)).astype(np.float32), rng.normal(0, 0.2, c).astype(np.float32)
+    w2, b2 = rng.normal(0, 0.4, (c, cin, 3, 3)).astype(np.float32), rng.normal(0, 0.2, c).astype(np.float32)
+    fnodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+              helper.make_node("Relu", ["c1"], ["v"]),
+              helper.make_node("Conv", ["x", "w2", "b2"], ["g"], pads=[1, 1, 1, 1]),
+              helper.make_node("Mul", ["v", "g"], ["y"])]
+    shape = [1, cin, *hw]
+    fm = model(fnodes, [vi("x", shape)], [vi("y", [1, c, *hw])], {"w1": w1, "b1": b1, "w2": w2, "b2": b2},
+               name="float")
+    cal = [{"x": rng.normal(size=shape).astype(np.float32)} for _ in range(calibration)]
+    r = _ranges(fm, ["x", "v", "g", "y"], cal)
+    qb = QdqBuilder()
+    (sx, zx), (sv, zv), (sg, zg), (sy, zy) = (_act_q(*r[n]) for n in ("x", "v", "g", "y"))
+    xd = qb.dq(qb.q("x", sx, zx, "xq"), "xd")
+    w1d, ws1 = qb.weight("w1d", w1)
+    w2d, ws2 = qb.weight("w2d", w2)
+    qb.nodes.append(helper.make_node("Conv", [xd, w1d, qb.bias("b1d", b1, sx * ws1)], ["c1"], name="value",
+                                     pads=[1, 1, 1, 1]))
+    qb.nodes.append(helper.make_node("Relu", ["c1"], ["v"], name="relu"))
+    qb.nodes.append(helper.make_node("Conv", [xd, w2d, qb.bias("b2d", b2, sx * ws2)], ["g"], name="gate",
+                                     pads=[1, 1, 1, 1]))
+    vd, gd = qb.dq(qb.q("v", sv, zv, "vq"), "vd"), qb.dq(qb.q("g", sg, zg, "gq"), "gd")
+    qb.nodes.append(helper.make_node("Mul", [vd, gd], ["y"], name="mul"))
+    qb.dq(qb.q("y", sy, zy, "yq"), "out")
+    return model(qb.nodes, [vi("x", shape)], [vi("out", [1, c, *hw])], qb.inits, opset=QDQ_OPSET,
+                 name="qdq_gate")
+
+
 INT8_VALUES = ("xq", "r1q", "c2q", "m2q", "a2q", "p2q", "fq", "yq", "probq")

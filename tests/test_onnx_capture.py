@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from onnx import helper
 from every_variant import every_variant_passes
-from onnx_models import float_cnn, model, qdq_cnn, save, vi
+from onnx_models import float_cnn, model, qdq_cnn, qdq_gate, save, vi
 from test_onnx_import import wheel_model
 
 from specializer.capture import imported
@@ -46,6 +46,14 @@ def test_qdq_int8_lowered_onto_cmsis_nn_and_exact_in_every_variant(tmp_path):
     for t, g in zip(c.manifest.outputs, got):  # model.json keeps JAX's (the integer arithmetic)
         np.testing.assert_array_equal(t.array(), np.asarray(g))
     every_variant_passes(c.model_ll, tmp_path, exact=True)  # dequantized int8 outputs: bit for bit on QEMU
+
+
+def test_qdq_mul_lowered_onto_cmsis_nn_and_exact_in_every_variant(tmp_path):
+    path = save(qdq_gate(np.random.default_rng(4)), tmp_path / "gate.onnx")
+    c = capture(path, None, tmp_path / "cap")
+    assert [line.split(" onto ")[1].split(" ")[0] for line in c.log if line.startswith("lowered ")] == \
+        ["arm_convolve_s8", "arm_convolve_s8", "arm_elementwise_mul_s8"], c.log
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
 def test_float_cnn_reference_is_onnx_reference_and_input_npy(tmp_path):

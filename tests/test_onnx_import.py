@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from onnx_models import QDQ_OPSET, float_cnn, model, qdq_cnn, save, vi
+from onnx_models import QDQ_OPSET, float_cnn, model, qdq_cnn, qdq_gate, save, vi
 
 from specializer.capture.imported import difference
 from specializer.errors import UserError
@@ -313,6 +313,21 @@ def test_qdq_layers_within_one_step_of_onnx_reference(qdq):
     for op in ("QuantizeLinear", "MaxPool", "Add"):
         assert totals[op][0] == 0, (op, totals[op])
     assert totals["Conv"][0] < 0.01 * totals["Conv"][1]
+
+
+def test_qdq_mul_is_the_mul_block_within_one_step_of_onnx_reference(tmp_path):
+    path = save(qdq_gate(np.random.default_rng(4)), tmp_path / "gate.onnx")
+    m = read_onnx(path)
+    assert [type(layer.block).__name__ for layer in m.layers if layer.block is not None] == \
+        ["ConvParams", "ConvParams", "MulParams"]
+    diffs, total = 0, 0
+    for k in range(6):
+        x = np.random.default_rng(k).normal(size=(1, 3, 6, 5)).astype(np.float32)
+        for name, n, size, largest in layerwise(m, [x]):
+            assert largest <= 1, (name, n, largest)
+            if name.startswith("Mul"):
+                diffs, total = diffs + n, total + size
+    assert total == 6 * 4 * 6 * 5 and diffs < 0.05 * total, (diffs, total)
 
 
 # ---------------------------------------------------------------- refusals and damaged files

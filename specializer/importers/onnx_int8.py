@@ -31,7 +31,8 @@ from specializer.importers.onnx_layer import NHWC, DeqConst, Flat, NodeContext, 
 from specializer.importers.tflite_int8 import tflite_multiplier
 from specializer.quant import blocks
 from specializer.quant.graph import QuantizeError
-from specializer.quant.params import AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, PoolParams
+from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MulParams,
+                                      PoolParams)
 from specializer.quant.ptq import ADD_LEFT_SHIFT, QParams, softmax_params
 
 # a bias's scale must be input scale x filter scale to this relative precision (float32's)
@@ -372,6 +373,31 @@ def add(c: NodeContext) -> bool:
     return True
 
 
+def mul(c: NodeContext) -> bool:
+    """Mul of two dequantized int8 activations of one shape, requantized: arm_elementwise_mul_s8
+    with the multiplier of the input scales' product over the output's (TFLite's MUL)."""
+    if not all(c.name(k) in c.b.vals and c.b.vals[c.name(k)].deq for k in (0, 1)):
+        return False
+    tail = _requantized_output(c)
+    a, b = c.act(0), c.act(1)
+    if tail is None or a.shape != b.shape or a.shape != c.out_shape:
+        return False
+    out_name, q, bounds, used = tail
+    if isinstance(a.layout, Flat) and b.layout != a.layout:
+        a, b = c.b.plain(a), c.b.plain(b)
+    else:
+        b = c.b.in_layout(b, a.layout)
+    m, sh = tflite_multiplier(float(a.quant.scale) * float(b.quant.scale) / float(q.scale))
+    p = MulParams(shape=tuple(a.shape[i] for i in a.layout) if not isinstance(a.layout, Flat) else a.shape,
+                  input_1_offset=-a.quant.zero_point, input_2_offset=-b.quant.zero_point, out_offset=q.zero_point,
+                  out_mult=m, out_shift=sh, activation=_clamp(q, bounds))
+    for n in used:
+        c.b.done.add(n.index)
+    c.emit((a, b), Val(out_name, c.out_shape, "int8", a.layout, q, False), lambda x1, x2: blocks.mul(x1, x2, p),
+           (), p)
+    return True
+
+
 def softmax(c: NodeContext) -> bool:
     x = c.act(0)
     tail = _requantized_output(c)
@@ -394,4 +420,4 @@ def softmax(c: NodeContext) -> bool:
 
 
 OPS = {"Conv": conv, "Gemm": gemm, "MatMul": gemm, "AveragePool": avg_pool, "GlobalAveragePool": avg_pool,
-       "MaxPool": max_pool, "Relu": relu, "Clip": relu, "Add": add, "Softmax": softmax}
+       "MaxPool": max_pool, "Relu": relu, "Clip": relu, "Add": add, "Mul": mul, "Softmax": softmax}
