@@ -32,9 +32,12 @@ def mul_options(act=ACT.NONE):
     return o, fb.BuiltinOptions.MulOptions
 
 
-def mul_model(shape=(1, 5, 6, 3), q1=(0.05, 3), q2=(0.08, -20), out=(0.02, 5), act=ACT.NONE) -> bytes:
-    x1, x2, y = act8(shape, *q1, "x1"), act8(shape, *q2, "x2"), act8(shape, *out, "y")
-    return model_bytes([operator(OP.MUL, [x1, x2], [y], *mul_options(act))], [x1, x2], [y])
+def mul_model(shape=(1, 5, 6, 3), q1=(0.05, 3), q2=(0.08, -20), out=(0.02, 5), act=ACT.NONE, shape_2=None,
+              swap=False) -> bytes:
+    """One MUL; input 2 of shape_2 when given (broadcast), the inputs in the other order with swap."""
+    x1, x2, y = act8(shape, *q1, "x1"), act8(shape_2 or shape, *q2, "x2"), act8(shape, *out, "y")
+    ins = [x2, x1] if swap else [x1, x2]
+    return model_bytes([operator(OP.MUL, ins, [y], *mul_options(act))], ins, [y])
 
 
 CASES = {
@@ -43,6 +46,9 @@ CASES = {
     "relu": dict(act=ACT.RELU, out=(0.01, -30)),
     "multiplier_above_1": dict(q1=(0.5, 0), q2=(0.5, 0), out=(0.2, 0)),  # 1.25: a left shift
     "one_value": dict(shape=(1,), q1=(0.3, 1), q2=(0.2, 2), out=(4.0, -3)),
+    "broadcast_gate": dict(shape=(1, 4, 4, 6), shape_2=(1, 1, 1, 6)),  # squeeze-and-excite
+    "broadcast_gate_first": dict(shape=(1, 4, 4, 6), shape_2=(1, 1, 1, 6), swap=True, act=ACT.RELU6),
+    "broadcast_row": dict(shape=(3, 7), shape_2=(7,), q1=(0.1, -128), q2=(0.1, 127), out=(0.5, -7)),
 }
 
 
@@ -109,13 +115,57 @@ def test_gated_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
     every_variant_exact(c.model_ll, tmp_path)
 
 
-def test_broadcasting_is_refused_in_one_line(tmp_path):
-    x1, x2, y = act8((1, 4, 3), 0.1, 0, "x1"), act8((1, 1, 3), 0.1, 0, "x2"), act8((1, 4, 3), 0.1, 0, "y")
+def test_a_broadcast_of_both_inputs_is_refused_in_one_line(tmp_path):
+    x1, x2, y = act8((1, 4, 1), 0.1, 0, "x1"), act8((1, 1, 3), 0.1, 0, "x2"), act8((1, 4, 3), 0.1, 0, "y")
     path = tmp_path / "bc.tflite"
     path.write_bytes(model_bytes([operator(OP.MUL, [x1, x2], [y], *mul_options())], [x1, x2], [y]))
-    with pytest.raises(UserError, match=r"^bc.tflite: operator 0 \(MUL\): broadcasting \(1, 4, 3\) \* \(1, 1, 3\) "
-                                        "is not supported$"):
+    with pytest.raises(UserError, match=r"^bc.tflite: operator 0 \(MUL\): \[1, 4, 1\] \* \[1, 1, 3\] does not "
+                                        r"broadcast one input to the other's shape, the output's \[1, 4, 3\]$"):
         read_tflite(path)
+
+
+def squeeze_excite(seed=0) -> bytes:
+    """x [1, 5, 5, 4] -> conv 3x3 (6 channels) -> h; MEAN over H, W (keep_dims) -> LOGISTIC -> g
+    [1, 1, 1, 6]; MUL(h, g) broadcast -> reshape -> dense 150 -> 3: a squeeze-and-excite gate."""
+    rng = np.random.default_rng(seed)
+    x = act8((1, 5, 5, 4), 0.05, 2, "x")
+    w_s = rng.uniform(0.5, 2.0, 6) / 127
+    h_s = out_scale(0.05, w_s.mean(), 36)
+    h = act8((1, 5, 5, 6), h_s, -3, "h")
+    w = const(rand8(rng, (6, 3, 3, 4), -127), w_s, 0)
+    b = const(rng.integers(-3000, 3000, 6).astype(np.int32), 0.05 * w_s, 0, "b")
+    m = act8((1, 1, 1, 6), h_s / 4, 0, "m")
+    g = act8((1, 1, 1, 6), 1 / 256, -128, "g")
+    e = act8((1, 5, 5, 6), h_s / 2, -30, "e")
+    r = act8((1, 150), h_s / 2, -30, "r")
+    y = act8((1, 3), out_scale(h_s / 2, 1 / 127, 150), 1, "y")
+    fw = const(rand8(rng, (3, 150), -127), [1 / 127], None, "fw")
+    mo = fb.ReducerOptionsT()
+    mo.keepDims = True
+    ops = [operator(OP.CONV_2D, [x, w, b], [h], *conv_options()),
+           operator(OP.MEAN, [h, const(np.array([1, 2], np.int32), name="axes")], [m], mo,
+                    fb.BuiltinOptions.ReducerOptions),
+           operator(OP.LOGISTIC, [m], [g]),
+           operator(OP.MUL, [h, g], [e], *mul_options()),
+           operator(OP.RESHAPE, [e, const(np.array([1, 150], np.int32), name="shape")], [r]),
+           operator(OP.FULLY_CONNECTED, [r, fw], [y], fb.FullyConnectedOptionsT(),
+                    fb.BuiltinOptions.FullyConnectedOptions)]
+    return model_bytes(ops, [x], [y])
+
+
+def test_squeeze_excite_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
+    """The broadcasting MUL stays the block's own arithmetic (XLA's code: CMSIS-NN's function
+    takes one shape), the rest on CMSIS-NN; bit-exact with TFLite Micro in every variant."""
+    path = tmp_path / "se.tflite"
+    path.write_bytes(squeeze_excite())
+    assert spread(check(squeeze_excite(), tmp_path, n=3)) >= 2
+    c = capture(path, None, tmp_path / "cap")
+    assert not any("onto arm_elementwise_mul_s8" in line for line in c.log)
+    assert any("broadcasting (arm_elementwise_mul_s8 takes two tensors of one shape)" in line for line in c.log), c.log
+    x = c.manifest.inputs[0].array()
+    (want,) = imported.run_tflite_micro(imported.read(path), [(x,)])[0]
+    np.testing.assert_array_equal(c.manifest.outputs[0].array(), want)
+    every_variant_exact(c.model_ll, tmp_path)
 
 
 MODEL = '''
@@ -172,3 +222,29 @@ def test_quantized_in_every_variant_equal_to_jax(tmp_path):
     c = captured_source(MODEL, "gate_int8", tmp_path)
     assert any("onto arm_elementwise_mul_s8" in line for line in c.log)
     every_variant_passes(c.model_ll, tmp_path, exact=True)
+
+
+def test_quantize_reads_a_broadcast_gate():
+    """A squeeze-and-excite gate written in JAX: the value times sigmoid(mean over H, W), the
+    gate broadcast over the pixels (the block's input 2, whichever order the product names them)."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def se(x, w, fc):
+        v = jax.nn.relu(lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+        g = jax.nn.sigmoid(jnp.mean(v, axis=(1, 2), keepdims=True))
+        return (g * v).reshape(1, -1) @ fc
+
+    rng = np.random.default_rng(8)
+    weights = {"w": (rng.standard_normal((3, 3, 2, 5)) * 0.5).astype(np.float32),
+               "fc": (rng.standard_normal((4 * 4 * 5, 3)) * 0.1).astype(np.float32)}
+    cal = [{"x": rng.standard_normal((1, 4, 4, 2)).astype(np.float32)} for _ in range(10)]
+    model, qp = quantize(se, weights, cal)
+    assert [s.kind for s in model.steps] == ["conv", "mean", "logistic", "mul", "reshape", "dense"]
+    mul = next(s.block for s in model.steps if s.kind == "mul")
+    assert mul.shape == (1, 4, 4, 5) and mul.shape_2 == (1, 1, 1, 5)
+    for c in cal[:4]:
+        (got,) = model.run_float(qp, x=c["x"])
+        ref = np.asarray(se(c["x"], **weights))
+        assert np.abs(got - ref).max() <= 4 * model.outputs[0].scale, (got, ref)

@@ -12,9 +12,9 @@ from jax import lax
 
 from specializer.importers import tflite_movement
 from specializer.importers.tflite_file import ACTIVATION_NAMES, TensorRecord
-from specializer.importers.tflite_layer import (Layer, OpContext, check_dense_options, filter_and_bias, mean_axes,
-                                                nhwc, nhwc_out, padding, pool_window, reshape, second_input,
-                                                stride_dilation, transpose_conv_inputs)
+from specializer.importers.tflite_layer import (Layer, OpContext, broadcast_operands, check_dense_options,
+                                                filter_and_bias, mean_axes, nhwc, nhwc_out, padding, pool_window,
+                                                reshape, second_input, stride_dilation, transpose_conv_inputs)
 from specializer.quant.blocks import stuffed_padding
 
 _ACTIVATIONS = {"NONE": lambda v: v, "RELU": lambda v: jnp.maximum(v, 0.0),
@@ -115,7 +115,7 @@ def add(c: OpContext, x: TensorRecord) -> Layer:
 
 
 def mul(c: OpContext, x: TensorRecord) -> Layer:
-    y = second_input(c, x)
+    x, y = broadcast_operands(c, x)
     act = activation(c)
     return c.layer(x, (), None, lambda a, b: act(a * b), inputs=(x.index, y.index))
 

@@ -23,9 +23,9 @@ import numpy as np
 
 from specializer.importers import tflite_movement
 from specializer.importers.tflite_file import ACTIVATION_NAMES, TensorRecord
-from specializer.importers.tflite_layer import (Layer, OpContext, Pair, check_dense_options, filter_and_bias,
-                                                mean_axes, nhwc, nhwc_out, padding, pool_window, reshape,
-                                                second_input, stride_dilation, transpose_conv_inputs)
+from specializer.importers.tflite_layer import (Layer, OpContext, Pair, broadcast_operands, check_dense_options,
+                                                filter_and_bias, mean_axes, nhwc, nhwc_out, padding, pool_window,
+                                                reshape, second_input, stride_dilation, transpose_conv_inputs)
 from specializer.quant import blocks
 from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import QuantizeError
@@ -218,13 +218,14 @@ def add(c: OpContext, x: TensorRecord) -> Layer:
 
 def mul(c: OpContext, x: TensorRecord) -> Layer:
     """MUL (mul_common.cc CalculateOpDataMul): the multiplier of double(input 1 scale) *
-    double(input 2 scale) / double(output scale)."""
-    y = second_input(c, x)
+    double(input 2 scale) / double(output scale). One input may broadcast to the other (a
+    squeeze-and-excite gate): the block's input 2."""
+    x, y = broadcast_operands(c, x)
     s1, z1, out_s, out_zp = _io(c, x)
     s2, z2 = per_tensor(c, y, "input 2")
     m, sh = tflite_multiplier(float(np.float64(s1) * np.float64(s2) / np.float64(out_s)))
     p = MulParams(shape=x.shape, input_1_offset=-z1, input_2_offset=-z2, out_offset=out_zp, out_mult=m, out_shift=sh,
-                  activation=activation(c, out_s, out_zp))
+                  activation=activation(c, out_s, out_zp), shape_2=None if y.shape == x.shape else y.shape)
     return c.layer(x, (), p, lambda a, b: blocks.mul(a, b, p), inputs=(x.index, y.index))
 
 

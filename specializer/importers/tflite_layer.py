@@ -156,14 +156,30 @@ def check_dense_options(c: OpContext) -> None:
 
 
 def second_input(c: OpContext, x: TensorRecord) -> TensorRecord:
-    """ADD's or MUL's other operand: computed, of the first's type and shape (no broadcasting)."""
+    """ADD's other operand: computed, of the first's type and shape (no broadcasting)."""
     y = c.tensor(1)
     if y is None or y.data is not None or y.type != x.type:
         raise c.refuse(f"second input must be a computed {x.type} tensor")
     if not (x.shape == y.shape == c.out.shape):
-        sign = "*" if c.op.name == "MUL" else "+"
-        raise c.refuse(f"broadcasting {x.shape} {sign} {y.shape} is not supported")
+        raise c.refuse(f"broadcasting {x.shape} + {y.shape} is not supported")
     return y
+
+
+def broadcast_operands(c: OpContext, x: TensorRecord) -> tuple[TensorRecord, TensorRecord]:
+    """MUL's operands, the one of the output's shape first (the product is the same either
+    way): the other computed, of its type, broadcasting to it as numpy and TFLite do."""
+    y = c.tensor(1)
+    if y is None or y.data is not None or y.type != x.type:
+        raise c.refuse(f"second input must be a computed {x.type} tensor")
+    out = tuple(c.out.shape)
+    try:
+        fits = tuple(np.broadcast_shapes(x.shape, y.shape)) == out
+    except ValueError:
+        fits = False
+    if not fits or out not in (tuple(x.shape), tuple(y.shape)):
+        raise c.refuse(f"{list(x.shape)} * {list(y.shape)} does not broadcast one input to the other's shape, the "
+                       f"output's {list(out)}")
+    return (x, y) if tuple(x.shape) == out else (y, x)
 
 
 def reshape(c: OpContext, x: TensorRecord) -> Layer:

@@ -334,9 +334,9 @@ def add(x1, x2, p: AddParams):
 
 def mul(x1, x2, p: MulParams):
     """arm_elementwise_mul_s8: the offset inputs multiplied (within 255**2: no overflow),
-    requantized to the output, offset, clamped."""
+    requantized to the output, offset, clamped; input 2 broadcast when p.shape_2 says so."""
     _check(x1, p.shape, jnp.int8, "input 1", p)
-    _check(x2, p.shape, jnp.int8, "input 2", p)
+    _check(x2, p.shape if p.shape_2 is None else p.shape_2, jnp.int8, "input 2", p)
     lowered = calls.call(p, p.shape, x1, x2)
     if lowered is not None:
         return lowered

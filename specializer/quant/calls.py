@@ -71,6 +71,8 @@ def unsupported(p) -> str | None:
             return ("per-channel requantization (arm_fully_connected_s8 takes one multiplier "
                     "and shift per tensor)")
         return None
+    if isinstance(p, MulParams) and p.shape_2 is not None and tuple(p.shape_2) != tuple(p.shape):
+        return "broadcasting (arm_elementwise_mul_s8 takes two tensors of one shape)"
     if isinstance(p, (PoolParams, AddParams, MulParams, SoftmaxParams)):
         # their parameter checks (params.py) already keep them inside what the s8 functions
         # compute exactly: windows that cover a pixel, left_shift >= 16, rows of <= 511

@@ -25,8 +25,8 @@ Supported (NHWC activations, float32):
                CONCATENATION (an input quantized otherwise than the output requantized first,
                as the converter's QUANTIZE op does)
   add          two activations of one shape
-  mul          the product of two activations of one shape: TFLite's MUL (a constant factor
-               is refused: fold it into the weights before it)
+  mul          the product of two activations, one of them broadcast to the other's shape or
+               not: TFLite's MUL (a constant factor is refused: fold it into the weights before it)
   softmax      jax.nn.softmax over the last axis
   logistic     jax.nn.sigmoid (TFLite's LOGISTIC: output 1/256, -128); tanh: jnp.tanh (1/128, 0)
   leaky relu   jax.nn.leaky_relu (where(x >= 0, x, alpha * x)): TFLite's LEAKY_RELU
@@ -341,13 +341,16 @@ class _Builder:
         self.fold(layer, a, out)
 
     def mul(self, e: Eqn, out) -> None:
-        """The product of two activations of one shape (TFLite's MUL; a gate times a value)."""
+        """The product of two activations (TFLite's MUL; a gate times a value), one of the
+        output's shape, the other of it or broadcasting to it (a squeeze-and-excite gate)."""
         a, b = self.const_first(e)
         if self.is_const(b):
             self.refuse(e, "only the product of two activations is supported (fold a constant factor into the "
                            "weights before it)")
-        if a.aval.shape != b.aval.shape:
-            self.refuse(e, "the two activations must have one shape (no broadcasting)")
+        if a.aval.shape != out.aval.shape:
+            a, b = b, a  # the product is the same: the full one first
+        if a.aval.shape != out.aval.shape:
+            self.refuse(e, "one of the two activations must have the product's shape (the other may broadcast)")
         self.emit("mul", [self.producer(a, e), self.producer(b, e)], out, e)
 
     def relu(self, e: Eqn, out) -> None:

@@ -271,7 +271,10 @@ class MulParams(_Block):
     """arm_elementwise_mul_s8 on two tensors of one shape (TFLite's int8 MUL, MulElementwise):
     out = clamp(requantize((x1 + input_1_offset) * (x2 + input_2_offset), out_mult, out_shift)
     + out_offset, activation); the offsets are the inputs' negated zero points, the multiplier
-    the inputs' scales' product over the output's."""
+    the inputs' scales' product over the output's. `shape` is input 1's and the output's;
+    `shape_2`, when given, input 2's, broadcast to `shape` as numpy (and TFLite's
+    BroadcastMul) broadcast -- a squeeze-and-excite gate [1, 1, 1, C] over [1, H, W, C]: the same
+    arithmetic, which CMSIS-NN's function (one shape) does not take."""
     op: ClassVar[str] = "elementwise_mul_s8"
     shape: tuple[int, ...]
     input_1_offset: int
@@ -280,8 +283,12 @@ class MulParams(_Block):
     out_mult: int
     out_shift: int
     activation: Pair
+    shape_2: tuple[int, ...] | None = None
 
     def __post_init__(self):
+        if self.shape_2 is not None and (len(self.shape_2) > len(self.shape) or any(
+                d2 not in (1, d) for d, d2 in zip(self.shape[::-1], self.shape_2[::-1]))):
+            raise ValueError(f"{self.op}: input 2 {list(self.shape_2)} does not broadcast to {list(self.shape)}")
         _check_act(self.activation, self.op)
         _check_quant((self.out_mult,), (self.out_shift,), 1, self.op)
         for o in (self.input_1_offset, self.input_2_offset):

@@ -404,8 +404,10 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
         q = activation_qparams(*rng)
         q1, q2 = qins
         mo, so = quantize_multiplier(q1.scale * q2.scale / q.scale)
+        shape_2 = tuple(layer.ins[1].out.aval.shape)
         block = MulParams(shape=out_shape, input_1_offset=-q1.zero_point, input_2_offset=-q2.zero_point,
-                          out_offset=q.zero_point, out_mult=mo, out_shift=so, activation=_act(layer.relu, q))
+                          out_offset=q.zero_point, out_mult=mo, out_shift=so, activation=_act(layer.relu, q),
+                          shape_2=None if shape_2 == out_shape else shape_2)
         return Step("mul", block, tuple(src)), q
     if layer.kind == "softmax":
         rows = int(np.prod(out_shape[:-1]))
