@@ -13,8 +13,8 @@ import pytest
 from every_variant import captured_source, every_variant_passes, model_namespace
 from test_cmsis_nn import host, nn_call, ptr  # noqa: F401
 from test_svdf_models import every_variant_exact
-from test_tflite_import import (ACT, OP, act8, check, const, conv_options, fb, model_bytes, operator, out_scale,
-                                rand8, spread)
+from test_tflite_import import (ACT, OP, act8, actf, check, const, conv_options, fb, me, model_bytes, operator,
+                                out_scale, rand8, spread)
 
 from specializer.capture import imported
 from specializer.capture.capture import capture
@@ -33,9 +33,16 @@ def mul_options(act=ACT.NONE):
 
 
 def mul_model(shape=(1, 5, 6, 3), q1=(0.05, 3), q2=(0.08, -20), out=(0.02, 5), act=ACT.NONE, shape_2=None,
-              swap=False) -> bytes:
-    """One MUL; input 2 of shape_2 when given (broadcast), the inputs in the other order with swap."""
-    x1, x2, y = act8(shape, *q1, "x1"), act8(shape_2 or shape, *q2, "x2"), act8(shape, *out, "y")
+              swap=False, constant=False) -> bytes:
+    """One MUL; input 2 of shape_2 when given (broadcast), the inputs in the other order with
+    swap, input 2 a constant (random int8 values) with constant."""
+    x1, y = act8(shape, *q1, "x1"), act8(shape, *out, "y")
+    if constant:
+        x2 = me.Tensor(shape=shape_2 or shape, dtype=fb.TensorType.INT8, name="k",
+                       data=rand8(np.random.default_rng(1), shape_2 or shape),
+                       quantization=me.Quantization([float(q2[0])], [int(q2[1])]))
+        return model_bytes([operator(OP.MUL, [x1, x2], [y], *mul_options(act))], [x1], [y])
+    x2 = act8(shape_2 or shape, *q2, "x2")
     ins = [x2, x1] if swap else [x1, x2]
     return model_bytes([operator(OP.MUL, ins, [y], *mul_options(act))], ins, [y])
 
@@ -49,6 +56,8 @@ CASES = {
     "broadcast_gate": dict(shape=(1, 4, 4, 6), shape_2=(1, 1, 1, 6)),  # squeeze-and-excite
     "broadcast_gate_first": dict(shape=(1, 4, 4, 6), shape_2=(1, 1, 1, 6), swap=True, act=ACT.RELU6),
     "broadcast_row": dict(shape=(3, 7), shape_2=(7,), q1=(0.1, -128), q2=(0.1, 127), out=(0.5, -7)),
+    "constant_per_channel": dict(shape=(1, 4, 4, 6), shape_2=(6,), constant=True),
+    "constant_whole": dict(shape=(2, 9), constant=True, q2=(0.02, 4), out=(0.08, 0)),
 }
 
 
@@ -56,6 +65,16 @@ CASES = {
 def test_reader_equals_tflite_micro(case, tmp_path):
     out = check(mul_model(**CASES[case]), tmp_path, n=4)
     assert spread(out) >= min(3, out.size // 2), out
+
+
+def test_float_mul_equals_tflite_micro(tmp_path):
+    """The float reader's MUL: two activations, one broadcast, then a constant factor, RELU."""
+    rng = np.random.default_rng(3)
+    x, g, h, y = actf((1, 3, 4, 5), "x"), actf((1, 1, 1, 5), "g"), actf((1, 3, 4, 5), "h"), actf((1, 3, 4, 5), "y")
+    k = const(rng.normal(size=5).astype(np.float32), name="k")
+    ops = [operator(OP.MUL, [g, x], [h], *mul_options()), operator(OP.MUL, [h, k], [y], *mul_options(ACT.RELU))]
+    out = check(model_bytes(ops, [x, g], [y]), tmp_path, n=3)
+    assert (out > 0).sum() > out.size // 4 and (out == 0).sum() > out.size // 4
 
 
 def test_shim_equals_the_block_on_the_host(host):  # noqa: F811

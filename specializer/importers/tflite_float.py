@@ -117,6 +117,8 @@ def add(c: OpContext, x: TensorRecord) -> Layer:
 def mul(c: OpContext, x: TensorRecord) -> Layer:
     x, y = broadcast_operands(c, x)
     act = activation(c)
+    if y.data is not None:  # a constant factor: a weight
+        return c.layer(x, (c.constant(1, "m", "FLOAT32"),), None, lambda a, b: act(a * b))
     return c.layer(x, (), None, lambda a, b: act(a * b), inputs=(x.index, y.index))
 
 

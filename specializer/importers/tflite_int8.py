@@ -226,6 +226,8 @@ def mul(c: OpContext, x: TensorRecord) -> Layer:
     m, sh = tflite_multiplier(float(np.float64(s1) * np.float64(s2) / np.float64(out_s)))
     p = MulParams(shape=x.shape, input_1_offset=-z1, input_2_offset=-z2, out_offset=out_zp, out_mult=m, out_shift=sh,
                   activation=activation(c, out_s, out_zp), shape_2=None if y.shape == x.shape else y.shape)
+    if y.data is not None:  # a constant factor: a weight
+        return c.layer(x, (c.constant(1, "m", "INT8"),), p, lambda a, b: blocks.mul(a, b, p))
     return c.layer(x, (), p, lambda a, b: blocks.mul(a, b, p), inputs=(x.index, y.index))
 
 

@@ -167,18 +167,19 @@ def second_input(c: OpContext, x: TensorRecord) -> TensorRecord:
 
 def broadcast_operands(c: OpContext, x: TensorRecord) -> tuple[TensorRecord, TensorRecord]:
     """MUL's operands, the one of the output's shape first (the product is the same either
-    way): the other computed, of its type, broadcasting to it as numpy and TFLite do."""
+    way): the other of its type, broadcasting to it as numpy and TFLite do -- computed, or a
+    constant second input (a per-channel scale), which stays second and becomes a weight."""
     y = c.tensor(1)
-    if y is None or y.data is not None or y.type != x.type:
-        raise c.refuse(f"second input must be a computed {x.type} tensor")
+    if y is None or y.type != x.type:
+        raise c.refuse(f"second input must be a {x.type} tensor")
     out = tuple(c.out.shape)
     try:
         fits = tuple(np.broadcast_shapes(x.shape, y.shape)) == out
     except ValueError:
         fits = False
-    if not fits or out not in (tuple(x.shape), tuple(y.shape)):
+    if not fits or out not in (tuple(x.shape), tuple(y.shape)) or (y.data is not None and tuple(x.shape) != out):
         raise c.refuse(f"{list(x.shape)} * {list(y.shape)} does not broadcast one input to the other's shape, the "
-                       f"output's {list(out)}")
+                       f"output's{' (a constant: the second input)' if y.data is not None else ''} {list(out)}")
     return (x, y) if tuple(x.shape) == out else (y, x)
 
 
