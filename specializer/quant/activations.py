@@ -3,20 +3,26 @@
 Each op has a frozen parameter dataclass (the integers TFLite Micro's Prepare derives), a
 function deriving it from the tensors' scales and zero points as that Prepare does (frexp, std::round
 and the double arithmetic of the TFLite Micro build it is checked against; ValueError, one line, for
-what TFLite Micro refuses or leaves undefined), and a JAX function on the int8 input: vectorized
-int32 arithmetic under the block's scope, no lookup table.
+what TFLite Micro refuses or leaves undefined), and a JAX function on the int8 input. The output
+is a function of the int8 input alone, so the block is a lookup in a 256-entry table: TFLite
+Micro's arithmetic (vectorized int32 JAX below) run once over every int8 value at trace time.
+Bit-exact by construction; one byte load an element on the device instead of the fixed-point
+steps, and one small constant instead of their HLO in every model (a GRU's nine gates took XLA
+28 s to compile as arithmetic).
 
 Reference (read, not copied): TFLite Micro's kernels (tensorflow/lite/micro/kernels/
 logistic_common.cc, tanh.cc, hard_swish_common.cc, leaky_relu_common.cc) and the reference ops
 they call (tensorflow/lite/kernels/internal/reference/integer_ops/logistic.h, integer_ops/tanh.h,
 hard_swish.h, leaky_relu.h), with gemmlowp's fixedpoint.h (logistic, tanh, exp_on_negative_values)
 and TFLite's default double-rounding MultiplyByQuantizedMultiplier (= fixedpoint.requantize).
-int8 LOGISTIC and TANH are computed in fixed point (no lookup table, unlike LiteRT's int8
-kernels); HARD_SWISH in 16-bit fixed point, emulated here with its int16 wrap and saturation.
+int8 LOGISTIC and TANH are TFLite Micro's fixed point (gemmlowp's, not LiteRT's own int8 tables);
+HARD_SWISH its 16-bit fixed point, emulated here with its int16 wrap and saturation.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -263,40 +269,66 @@ def _check(x, shape: Shape, p) -> None:
         raise ValueError(f"{p.op}: input must be int8{list(shape)}, got {x.dtype}{list(x.shape)}")
 
 
-def logistic(x, p: LogisticParams):
-    """int8 sigmoid, output scale 1/256 from -128."""
+def _lookup(x, p, values):
+    """The block as a table lookup: values(x, p) at every int8 input, computed once per
+    parameters (the shape aside) at trace time, indexed by x + 128."""
     _check(x, p.shape, p)
     lowered = calls.call(p, p.shape, x)  # None: no CMSIS-NN function; capture records why
     if lowered is not None:
         return lowered
+    table = _table(values, dataclasses.replace(p, shape=(256,)))
     with jax.named_scope(p.scope):
-        d = x.astype(jnp.int32) - p.input_zero_point
-        a = _rescaled_input(d, p)
-        positive = a > 0
-        magnitude = jnp.where(positive, a, -a)
-        # 1 / (1 + exp(-|a|)), Rescale<0>(ExactMulByPot<-1>(x)): the Q2.29 estimate times 2 in Q0.31
-        if_positive = mult_by_power_of_two(_newton_reciprocal(_exp_on_negative_values(-magnitude, 4)), 1)
-        s = jnp.where(a == 0, jnp.int32(1 << 30), jnp.where(positive, if_positive, I32_MAX - if_positive))
-        y = jnp.clip(divide_by_power_of_two(s, 23) - 128, -128, 127)
-        return _saturate_outside_radius(d, p.input_range_radius, y).astype(jnp.int8)
+        return jnp.asarray(table)[x.astype(jnp.int32) + 128]
+
+
+@functools.lru_cache(maxsize=None)
+def _table(values, p) -> np.ndarray:
+    with jax.ensure_compile_time_eval():
+        return np.asarray(values(jnp.arange(-128, 128, dtype=jnp.int32).astype(jnp.int8), p), np.int8)
+
+
+def logistic(x, p: LogisticParams):
+    """int8 sigmoid, output scale 1/256 from -128."""
+    return _lookup(x, p, _logistic_values)
 
 
 def tanh(x, p: TanhParams):
     """int8 tanh, output scale 1/128 around 0."""
-    _check(x, p.shape, p)
-    lowered = calls.call(p, p.shape, x)
-    if lowered is not None:
-        return lowered
-    with jax.named_scope(p.scope):
-        d = x.astype(jnp.int32) - p.input_zero_point
-        a = _rescaled_input(d, p)
-        negative = a < 0
-        # exp(-2|a|): -|a| read as Q5.26 (ExactMulByPot<1>), then (1 - e) / (1 + e) = 2 / (1 + e) - 1
-        e = _exp_on_negative_values(jnp.where(negative, a, -a), 5)
-        t = mult_by_power_of_two(_newton_reciprocal(e) - (1 << 29), 2)
-        s = jnp.where(a == 0, 0, jnp.where(negative, -t, t))
-        y = jnp.clip(divide_by_power_of_two(s, 24), -128, 127)
-        return _saturate_outside_radius(d, p.input_range_radius, y).astype(jnp.int8)
+    return _lookup(x, p, _tanh_values)
+
+
+def hard_swish(x, p: HardSwishParams):
+    """int8 x * relu6(x + 3) / 6 in TFLite's 16-bit fixed point."""
+    return _lookup(x, p, _hard_swish_values)
+
+
+def leaky_relu(x, p: LeakyReluParams):
+    """int8 x >= 0 ? x : alpha * x, each side requantized to the output."""
+    return _lookup(x, p, _leaky_relu_values)
+
+
+def _logistic_values(x, p: LogisticParams):
+    d = x.astype(jnp.int32) - p.input_zero_point
+    a = _rescaled_input(d, p)
+    positive = a > 0
+    magnitude = jnp.where(positive, a, -a)
+    # 1 / (1 + exp(-|a|)), Rescale<0>(ExactMulByPot<-1>(x)): the Q2.29 estimate times 2 in Q0.31
+    if_positive = mult_by_power_of_two(_newton_reciprocal(_exp_on_negative_values(-magnitude, 4)), 1)
+    s = jnp.where(a == 0, jnp.int32(1 << 30), jnp.where(positive, if_positive, I32_MAX - if_positive))
+    y = jnp.clip(divide_by_power_of_two(s, 23) - 128, -128, 127)
+    return _saturate_outside_radius(d, p.input_range_radius, y).astype(jnp.int8)
+
+
+def _tanh_values(x, p: TanhParams):
+    d = x.astype(jnp.int32) - p.input_zero_point
+    a = _rescaled_input(d, p)
+    negative = a < 0
+    # exp(-2|a|): -|a| read as Q5.26 (ExactMulByPot<1>), then (1 - e) / (1 + e) = 2 / (1 + e) - 1
+    e = _exp_on_negative_values(jnp.where(negative, a, -a), 5)
+    t = mult_by_power_of_two(_newton_reciprocal(e) - (1 << 29), 2)
+    s = jnp.where(a == 0, 0, jnp.where(negative, -t, t))
+    y = jnp.clip(divide_by_power_of_two(s, 24), -128, 127)
+    return _saturate_outside_radius(d, p.input_range_radius, y).astype(jnp.int8)
 
 
 # ---------------------------------------------------------------- int16 fixed point (hard swish)
@@ -339,41 +371,29 @@ def _saturating_left_shift16(v, amount: int):
     return jnp.clip(v << amount, -(1 << 15), (1 << 15) - 1)
 
 
-def hard_swish(x, p: HardSwishParams):
-    """int8 x * relu6(x + 3) / 6 in TFLite's 16-bit fixed point."""
-    _check(x, p.shape, p)
-    lowered = calls.call(p, p.shape, x)
-    if lowered is not None:
-        return lowered
-    with jax.named_scope(p.scope):
-        hires = _wrap16(_wrap16(x.astype(jnp.int32) - p.input_zero_point) * (1 << 7))  # input scale / 128
-        preshift_out = _rounding_doubling_high_mul16(hires, jnp.int32(p.output_multiplier))
-        # the reluish factor: the input with 3.0 at 32768, saturating; a left shift is split around
-        # the multiply so only its last bit can saturate the product
-        r = hires
-        if p.reluish_exponent > 0:
-            r = _saturating_left_shift16(r, p.reluish_exponent - 1)
-        r = _rounding_doubling_high_mul16(r, jnp.int32(p.reluish_multiplier))
-        if p.reluish_exponent > 0:
-            r = _saturating_left_shift16(r, 1)
-        if p.reluish_exponent < 0:
-            r = _rounding_divide_by_pot16(r, -p.reluish_exponent)
-        r = _wrap16((r + (1 << 15)) >> 1)  # [-1, 1] -> [0, 1]
-        y = _rounding_divide_by_pot16(_doubling_high_mul16(r, preshift_out), -p.output_exponent)
-        y = _wrap16(y + p.output_zero_point)
-        return jnp.clip(y, -128, 127).astype(jnp.int8)
+def _hard_swish_values(x, p: HardSwishParams):
+    hires = _wrap16(_wrap16(x.astype(jnp.int32) - p.input_zero_point) * (1 << 7))  # input scale / 128
+    preshift_out = _rounding_doubling_high_mul16(hires, jnp.int32(p.output_multiplier))
+    # the reluish factor: the input with 3.0 at 32768, saturating; a left shift is split around
+    # the multiply so only its last bit can saturate the product
+    r = hires
+    if p.reluish_exponent > 0:
+        r = _saturating_left_shift16(r, p.reluish_exponent - 1)
+    r = _rounding_doubling_high_mul16(r, jnp.int32(p.reluish_multiplier))
+    if p.reluish_exponent > 0:
+        r = _saturating_left_shift16(r, 1)
+    if p.reluish_exponent < 0:
+        r = _rounding_divide_by_pot16(r, -p.reluish_exponent)
+    r = _wrap16((r + (1 << 15)) >> 1)  # [-1, 1] -> [0, 1]
+    y = _rounding_divide_by_pot16(_doubling_high_mul16(r, preshift_out), -p.output_exponent)
+    y = _wrap16(y + p.output_zero_point)
+    return jnp.clip(y, -128, 127).astype(jnp.int8)
 
 
-def leaky_relu(x, p: LeakyReluParams):
-    """int8 x >= 0 ? x : alpha * x, each side requantized to the output."""
-    _check(x, p.shape, p)
-    lowered = calls.call(p, p.shape, x)
-    if lowered is not None:
-        return lowered
-    with jax.named_scope(p.scope):
-        d = x.astype(jnp.int32) - p.input_zero_point
-        identity = requantize(d, p.identity_multiplier, p.identity_shift)
-        scaled = requantize(d, abs(p.alpha_multiplier), p.alpha_shift)
-        alpha = -scaled if p.alpha_multiplier < 0 else scaled
-        y = p.output_zero_point + jnp.where(d >= 0, identity, alpha)
-        return jnp.clip(y, -128, 127).astype(jnp.int8)
+def _leaky_relu_values(x, p: LeakyReluParams):
+    d = x.astype(jnp.int32) - p.input_zero_point
+    identity = requantize(d, p.identity_multiplier, p.identity_shift)
+    scaled = requantize(d, abs(p.alpha_multiplier), p.alpha_shift)
+    alpha = -scaled if p.alpha_multiplier < 0 else scaled
+    y = p.output_zero_point + jnp.where(d >= 0, identity, alpha)
+    return jnp.clip(y, -128, 127).astype(jnp.int8)
