@@ -218,17 +218,17 @@ def test_float_outputs_within_1e4_relative():
 def unsupported(path: Path) -> Path:
     x, h, y = act8((1, 8), 0.1, 0, "x"), act8((1, 8), 0.1, 0, "h"), act8((1, 8), 0.1, 0, "y")
     ops = [operator(OP.ADD, [x, x], [h], fb.AddOptionsT(), fb.BuiltinOptions.AddOptions),
-           operator(OP.SUB, [h, h], [y], fb.SubOptionsT(), fb.BuiltinOptions.SubOptions)]
+           operator(OP.DIV, [h, h], [y], fb.DivOptionsT(), fb.BuiltinOptions.DivOptions)]
     path.write_bytes(model_bytes(ops, [x], [y]))
     return path
 
 
 def test_an_unsupported_op_is_one_line_exit_2_nothing_written(tmp_path):
-    model = unsupported(tmp_path / "sub.tflite")
+    model = unsupported(tmp_path / "div.tflite")
     p = cli("capture", model, "-o", tmp_path / "out", cwd=tmp_path)
     assert p.returncode == 2, p
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "sub.tflite: operator 1 (SUB): not supported" in lines[0], p.stderr
+    assert len(lines) == 1 and "div.tflite: operator 1 (DIV): not supported" in lines[0], p.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -439,15 +439,15 @@ def test_an_unsupported_op_is_refused_by_name_and_index(tmp_path):
     x, h, y = act8((1, 8), 0.1, 0, "x"), act8((1, 8), 0.1, 0, "h"), act8((1, 8), 0.1, 0, "y")
     o = fb.AddOptionsT()
     ops = [operator(OP.ADD, [x, x], [h], o, fb.BuiltinOptions.AddOptions),
-           operator(OP.SUB, [h, h], [y], fb.SubOptionsT(), fb.BuiltinOptions.SubOptions)]
-    path = tmp_path / "sub.tflite"
+           operator(OP.DIV, [h, h], [y], fb.DivOptionsT(), fb.BuiltinOptions.DivOptions)]
+    path = tmp_path / "div.tflite"
     path.write_bytes(model_bytes(ops, [x], [y]))
     with pytest.raises(UserError) as e:
         read_tflite(path)
     msg = str(e.value)
     assert "\n" not in msg
-    assert msg == ("sub.tflite: operator 1 (SUB): not supported (the reader supports CONV_2D, DEPTHWISE_CONV_2D, "
-                   "FULLY_CONNECTED, AVERAGE_POOL_2D, ADD, MUL, SOFTMAX, RESHAPE, TRANSPOSE_CONV, PAD, PADV2, "
+    assert msg == ("div.tflite: operator 1 (DIV): not supported (the reader supports CONV_2D, DEPTHWISE_CONV_2D, "
+                   "FULLY_CONNECTED, AVERAGE_POOL_2D, ADD, MUL, SUB, SOFTMAX, RESHAPE, TRANSPOSE_CONV, PAD, PADV2, "
                    "CONCATENATION, TRANSPOSE, RESIZE_NEAREST_NEIGHBOR, MEAN, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, SVDF, "
                    "UNIDIRECTIONAL_SEQUENCE_LSTM)"), msg
 

@@ -40,6 +40,7 @@ OPTIONS = {
                                           "fusedActivationFunction")),
     "ADD": ("AddOptions", ("fusedActivationFunction",)),
     "MUL": ("MulOptions", ("fusedActivationFunction",)),
+    "SUB": ("SubOptions", ("fusedActivationFunction",)),
     "SOFTMAX": ("SoftmaxOptions", ("beta",)),
     "RESHAPE": (None, ()),
     "TRANSPOSE_CONV": ("TransposeConvOptions", ("padding", "strideH", "strideW", "fusedActivationFunction")),
@@ -65,10 +66,10 @@ OPTIONS = {
 # the highest version TFLite defines of each op the reader takes (LiteRT's
 # tflite/converter/tools/versioning/runtime_version.cc and op_version.cc, which succeed
 # tensorflow/lite/tools/versioning): a higher one is an op whose meaning the reader cannot know
-MAX_VERSIONS = {"CONV_2D": 8, "DEPTHWISE_CONV_2D": 7, "FULLY_CONNECTED": 14, "AVERAGE_POOL_2D": 3, "ADD": 6, "MUL": 7,
-                "SOFTMAX": 4, "RESHAPE": 1, "TRANSPOSE_CONV": 5, "PAD": 6, "PADV2": 6, "CONCATENATION": 7,
-                "TRANSPOSE": 9, "RESIZE_NEAREST_NEIGHBOR": 4, "MEAN": 3, "LOGISTIC": 3, "TANH": 3, "HARD_SWISH": 1,
-                "LEAKY_RELU": 2, "SVDF": 4, "UNIDIRECTIONAL_SEQUENCE_LSTM": 4}
+MAX_VERSIONS = {"CONV_2D": 8, "DEPTHWISE_CONV_2D": 7, "FULLY_CONNECTED": 14, "AVERAGE_POOL_2D": 3, "ADD": 6,
+                "MUL": 7, "SUB": 5, "SOFTMAX": 4, "RESHAPE": 1, "TRANSPOSE_CONV": 5, "PAD": 6, "PADV2": 6,
+                "CONCATENATION": 7, "TRANSPOSE": 9, "RESIZE_NEAREST_NEIGHBOR": 4, "MEAN": 3, "LOGISTIC": 3,
+                "TANH": 3, "HARD_SWISH": 1, "LEAKY_RELU": 2, "SVDF": 4, "UNIDIRECTIONAL_SEQUENCE_LSTM": 4}
 INT8_RANGE = (-128, 127)
 
 

@@ -114,6 +114,12 @@ def add(c: OpContext, x: TensorRecord) -> Layer:
     return c.layer(x, (), None, lambda a, b: act(a + b), inputs=(x.index, y.index))
 
 
+def sub(c: OpContext, x: TensorRecord) -> Layer:
+    y = second_input(c, x)
+    act = activation(c)
+    return c.layer(x, (), None, lambda a, b: act(a - b), inputs=(x.index, y.index))
+
+
 def mul(c: OpContext, x: TensorRecord) -> Layer:
     x, y = broadcast_operands(c, x)
     act = activation(c)
@@ -158,5 +164,5 @@ ACTIVATIONS = {"LOGISTIC": elementwise(lambda c, a: jax.nn.sigmoid(a)), "TANH": 
 
 
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": lambda c, x: conv(c, x, depthwise=True), "FULLY_CONNECTED": dense,
-       "AVERAGE_POOL_2D": avg_pool, "ADD": add, "MUL": mul, "SOFTMAX": softmax, "RESHAPE": reshape,
+       "AVERAGE_POOL_2D": avg_pool, "ADD": add, "SUB": sub, "MUL": mul, "SOFTMAX": softmax, "RESHAPE": reshape,
        "TRANSPOSE_CONV": transpose_conv, "MEAN": mean, **tflite_movement.OPS, **ACTIVATIONS}

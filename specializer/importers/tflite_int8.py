@@ -9,8 +9,9 @@ derives them:
   30 saturates;
 - fused activations (CalculateActivationRangeQuantized): zero point + round(bound / scale), the
   division in float32, halves away from zero;
-- ADD: inputs to twice the larger input scale, left shift 20; MUL: the input scales' product
-  over the output scale, in double; SOFTMAX: PreprocessSoftmaxScaling with the file's beta;
+- ADD and SUB: inputs to twice the larger input scale, left shift 20; MUL: the input scales'
+  product over the output scale, in double; SOFTMAX: PreprocessSoftmaxScaling with the file's
+  beta;
 - INT4 filters of conv, depthwise and fully connected: the blocks' int4 weights (weight_bits=4),
   kept packed as the file packs them.
 """
@@ -30,7 +31,7 @@ from specializer.quant import blocks
 from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import QuantizeError
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
-                                      MulParams, PoolParams, TransposeConvParams)
+                                      MulParams, PoolParams, SubParams, TransposeConvParams)
 from specializer.quant.ptq import ADD_LEFT_SHIFT, softmax_params
 
 SOFTMAX_OUT_SCALE, SOFTMAX_OUT_ZERO_POINT = 1 / 256, -128
@@ -202,6 +203,16 @@ def avg_pool(c: OpContext, x: TensorRecord) -> Layer:
 
 
 def add(c: OpContext, x: TensorRecord) -> Layer:
+    return _add_or_sub(c, x, AddParams, blocks.add)
+
+
+def sub(c: OpContext, x: TensorRecord) -> Layer:
+    """SUB (sub_common.cc CalculateOpDataSub): ADD's scheme, in double as the pinned tflite-micro
+    wheel computes it (its source today takes SUB's scale quotients in float32)."""
+    return _add_or_sub(c, x, SubParams, blocks.sub)
+
+
+def _add_or_sub(c: OpContext, x: TensorRecord, params, block) -> Layer:
     y = second_input(c, x)
     s1, z1, out_s, out_zp = _io(c, x)
     s2, z2 = per_tensor(c, y, "input 2")
@@ -210,10 +221,10 @@ def add(c: OpContext, x: TensorRecord) -> Layer:
     mo, so = tflite_multiplier(twice / ((1 << ADD_LEFT_SHIFT) * out_s))
     if so > 0:  # TFLite's QuantizeMultiplierSmallerThanOneExp would stop here
         raise c.refuse(f"output scale {out_s} is too small for the inputs' (the multiplier must be below 1)")
-    p = AddParams(shape=x.shape, input_1_offset=-z1, input_1_mult=m1, input_1_shift=sh1, input_2_offset=-z2,
-                  input_2_mult=m2, input_2_shift=sh2, left_shift=ADD_LEFT_SHIFT, out_offset=out_zp, out_mult=mo,
-                  out_shift=so, activation=activation(c, out_s, out_zp))
-    return c.layer(x, (), p, lambda a, b: blocks.add(a, b, p), inputs=(x.index, y.index))
+    p = params(shape=x.shape, input_1_offset=-z1, input_1_mult=m1, input_1_shift=sh1, input_2_offset=-z2,
+               input_2_mult=m2, input_2_shift=sh2, left_shift=ADD_LEFT_SHIFT, out_offset=out_zp, out_mult=mo,
+               out_shift=so, activation=activation(c, out_s, out_zp))
+    return c.layer(x, (), p, lambda a, b: block(a, b, p), inputs=(x.index, y.index))
 
 
 def mul(c: OpContext, x: TensorRecord) -> Layer:
@@ -257,5 +268,5 @@ def reshape_int8(c: OpContext, x: TensorRecord) -> Layer:
 
 
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
-       "ADD": add, "MUL": mul, "SOFTMAX": softmax, "RESHAPE": reshape_int8, "TRANSPOSE_CONV": transpose_conv,
-       "MEAN": mean, **tflite_movement.OPS}
+       "ADD": add, "SUB": sub, "MUL": mul, "SOFTMAX": softmax, "RESHAPE": reshape_int8,
+       "TRANSPOSE_CONV": transpose_conv, "MEAN": mean, **tflite_movement.OPS}

@@ -22,7 +22,8 @@ from specializer.quant import calls
 from specializer.quant.fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
                          one_over_one_plus_x_for_x_in_0_1, requantize)
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
-                                      MulParams, Pair, PoolParams, SoftmaxParams, TransposeConvParams, packed_size)
+                                      MulParams, Pair, PoolParams, SoftmaxParams, SubParams, TransposeConvParams,
+                                      packed_size)
 
 
 
@@ -319,6 +320,15 @@ def max_pool(x, p: PoolParams):
 def add(x1, x2, p: AddParams):
     """arm_elementwise_add_s8: both inputs offset, shifted left, requantized to a common scale,
     summed, requantized to the output, offset, clamped."""
+    return _add_or_sub(x1, x2, p, 1)
+
+
+def sub(x1, x2, p: SubParams):
+    """TFLite's int8 SUB: add's steps with the second input's scaled value subtracted."""
+    return _add_or_sub(x1, x2, p, -1)
+
+
+def _add_or_sub(x1, x2, p: AddParams, sign: int):
     _check(x1, p.shape, jnp.int8, "input 1", p)
     _check(x2, p.shape, jnp.int8, "input 2", p)
     lowered = calls.call(p, p.shape, x1, x2)
@@ -327,7 +337,7 @@ def add(x1, x2, p: AddParams):
     with jax.named_scope(p.scope):
         a = (x1.astype(jnp.int32) + p.input_1_offset) << p.left_shift
         b = (x2.astype(jnp.int32) + p.input_2_offset) << p.left_shift
-        s = requantize(a, p.input_1_mult, p.input_1_shift) + requantize(b, p.input_2_mult, p.input_2_shift)
+        s = requantize(a, p.input_1_mult, p.input_1_shift) + sign * requantize(b, p.input_2_mult, p.input_2_shift)
         y = requantize(s, p.out_mult, p.out_shift) + jnp.int32(p.out_offset)
         return jnp.clip(y, p.activation[0], p.activation[1]).astype(jnp.int8)
 

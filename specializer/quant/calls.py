@@ -24,7 +24,8 @@ import jax
 import jax.numpy as jnp
 
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
-                                      MulParams, PoolParams, SoftmaxParams, SvdfParams, TransposeConvParams)
+                                      MulParams, PoolParams, SoftmaxParams, SubParams, SvdfParams,
+                                      TransposeConvParams)
 
 TARGET_PREFIX = "cmsis_nn."
 # XLA's legacy custom-call ABI (void fn(void *out, const void **in)): the only kind a handler
@@ -71,6 +72,8 @@ def unsupported(p) -> str | None:
             return ("per-channel requantization (arm_fully_connected_s8 takes one multiplier "
                     "and shift per tensor)")
         return None
+    if isinstance(p, SubParams):  # before AddParams, its base
+        return "no CMSIS-NN s8 subtract (v7.0.0 has arm_elementwise_add_s8 only)"
     if isinstance(p, MulParams) and p.shape_2 is not None and tuple(p.shape_2) != tuple(p.shape):
         return "broadcasting (arm_elementwise_mul_s8 takes two tensors of one shape)"
     if isinstance(p, (PoolParams, AddParams, MulParams, SoftmaxParams)):

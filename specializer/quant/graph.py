@@ -13,7 +13,7 @@ Supported (NHWC activations, float32):
   dense        x @ W / jnp.dot / dot_general of a 2-D activation and a 2-D constant
   + bias       a constant added right after a conv/depthwise/dense, constant over all but the
                last (channel) axis
-  relu         max(x, 0) (jnp.maximum, jax.nn.relu) right after conv/depthwise/dense/add/mul/pool:
+  relu         max(x, 0) (jnp.maximum, jax.nn.relu) right after conv/depthwise/dense/add/sub/mul/pool:
                folded into the block's activation clamp, as TFLite fuses it
   max pool     lax.reduce_window with lax.max (reduce_window_max), any window/stride/padding
   avg pool     reduce_window_sum divided by the window size, without padding; and jnp.mean
@@ -25,6 +25,7 @@ Supported (NHWC activations, float32):
                CONCATENATION (an input quantized otherwise than the output requantized first,
                as the converter's QUANTIZE op does)
   add          two activations of one shape
+  sub          the difference of two activations of one shape: TFLite's SUB
   mul          the product of two activations, one of them broadcast to the other's shape or
                not: TFLite's MUL (a constant factor is refused: fold it into the weights before it)
   softmax      jax.nn.softmax over the last axis
@@ -76,7 +77,7 @@ class Eqn:
 @dataclass
 class Layer:
     """One int8 block to be: kind in input, conv, depthwise, tconv, dense, maxpool, avgpool, gap
-    (global average pool), add, mul, softmax, reshape, ... (RULES and the groups below); `out`
+    (global average pool), add, sub, mul, softmax, reshape, ... (RULES and the groups below); `out`
     is the float var holding its result."""
     kind: str
     ins: list
@@ -340,6 +341,16 @@ class _Builder:
         layer.attrs["b_var"] = b
         self.fold(layer, a, out)
 
+    def sub(self, e: Eqn, out) -> None:
+        """The difference of two activations of one shape (TFLite's SUB)."""
+        a, b = e.ins
+        if self.is_const(a) or self.is_const(b):
+            self.refuse(e, "only the difference of two activations is supported (a constant offset cannot be "
+                           "folded into an int8 layer here)")
+        if a.aval.shape != b.aval.shape:
+            self.refuse(e, "the two activations must have one shape (no broadcasting)")
+        self.emit("sub", [self.producer(a, e), self.producer(b, e)], out, e)
+
     def mul(self, e: Eqn, out) -> None:
         """The product of two activations (TFLite's MUL; a gate times a value), one of the
         output's shape, the other of it or broadcasting to it (a squeeze-and-excite gate)."""
@@ -358,10 +369,10 @@ class _Builder:
         if not self.is_const(b) or np.any(self.val(b) != 0):
             self.refuse(e, "only max(x, 0) (relu) is supported")
         layer = self.producer(a, e)
-        if layer.kind not in ("conv", "depthwise", "tconv", "dense", "add", "mul", "maxpool", "avgpool") \
+        if layer.kind not in ("conv", "depthwise", "tconv", "dense", "add", "sub", "mul", "maxpool", "avgpool") \
                 or layer.relu or self.uses.get(a, 0) != 1:
-            self.refuse(e, "relu must directly follow a conv/depthwise/dense/add/mul/pool whose result nothing else "
-                           "reads")
+            self.refuse(e, "relu must directly follow a conv/depthwise/dense/add/sub/mul/pool whose result nothing "
+                           "else reads")
         layer.relu = True
         self.fold(layer, a, out)
 
@@ -475,7 +486,8 @@ class _Builder:
 
 
 # primitive -> its rule (the one table of what quantize() accepts)
-RULES = {"conv_general_dilated": _Builder.conv, "dot_general": _Builder.dense, "add": _Builder.add, "mul": _Builder.mul,
+RULES = {"conv_general_dilated": _Builder.conv, "dot_general": _Builder.dense, "add": _Builder.add, "sub": _Builder.sub,
+         "mul": _Builder.mul,
          "max": _Builder.relu, "reduce_window_max": _Builder.maxpool, "reduce_window_sum": _Builder.windowsum,
          "reduce_sum": _Builder.spatialsum, "div": _Builder.mean, "broadcast_in_dim": _Builder.broadcast,
          "pad": _Builder.pad, "transpose": _Builder.transpose, "concatenate": _Builder.concatenate,

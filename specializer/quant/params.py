@@ -267,6 +267,14 @@ class AddParams(_Block):
 
 
 @dataclass(frozen=True)
+class SubParams(AddParams):
+    """TFLite's int8 SUB (SubElementwise): AddParams' arithmetic with the scaled second input
+    subtracted from the first. CMSIS-NN v7.0.0 has no s8 subtract (and an add with the second
+    multiplier negated rounds ties the other way), so the block stays XLA's code."""
+    op: ClassVar[str] = "elementwise_sub_s8"
+
+
+@dataclass(frozen=True)
 class MulParams(_Block):
     """arm_elementwise_mul_s8 on two tensors of one shape (TFLite's int8 MUL, MulElementwise):
     out = clamp(requantize((x1 + input_1_offset) * (x2 + input_2_offset), out_mult, out_shift)

@@ -30,7 +30,8 @@ from specializer.quant import lstm as lstm_block
 from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import Graph, Layer, QuantizeError, build, evaluate
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
-                                      MeanParams, MulParams, PoolParams, SoftmaxParams, TransposeConvParams)
+                                      MeanParams, MulParams, PoolParams, SoftmaxParams, SubParams,
+                                      TransposeConvParams)
 
 SOFTMAX_INTEGER_BITS = 5  # TFLite's kScaledDiffIntegerBits
 # activation kind -> (its parameters from the scales, its int8 block): quant/activations.py
@@ -161,6 +162,8 @@ def _run(s: Step, x, w, b):
         return y.reshape(y.shape[0], y.shape[3])
     if s.kind == "add":
         return blocks.add(x[0], x[1], s.block)
+    if s.kind == "sub":
+        return blocks.sub(x[0], x[1], s.block)
     if s.kind == "mul":
         return blocks.mul(x[0], x[1], s.block)
     if s.kind == "softmax":
@@ -388,18 +391,18 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
         block = PoolParams(kind="max" if layer.kind == "maxpool" else "avg", input_dims=x_shape, filter=window,
                            output_dims=odims, stride=stride, padding=padding, activation=_act(layer.relu, qin))
         return Step(layer.kind, block, tuple(src)), qin
-    if layer.kind == "add":
+    if layer.kind in ("add", "sub"):  # TFLite's ADD and SUB: one scheme
         q = activation_qparams(*rng)
         q1, q2 = qins
         twice = 2 * max(q1.scale, q2.scale)
         m1, s1 = quantize_multiplier(q1.scale / twice)
         m2, s2 = quantize_multiplier(q2.scale / twice)
         mo, so = quantize_multiplier(twice / ((1 << ADD_LEFT_SHIFT) * q.scale))
-        block = AddParams(shape=out_shape, input_1_offset=-q1.zero_point, input_1_mult=m1, input_1_shift=s1,
+        block = (AddParams if layer.kind == "add" else SubParams)(shape=out_shape, input_1_offset=-q1.zero_point, input_1_mult=m1, input_1_shift=s1,
                           input_2_offset=-q2.zero_point, input_2_mult=m2, input_2_shift=s2,
                           left_shift=ADD_LEFT_SHIFT, out_offset=q.zero_point, out_mult=mo, out_shift=so,
                           activation=_act(layer.relu, q))
-        return Step("add", block, tuple(src)), q
+        return Step(layer.kind, block, tuple(src)), q
     if layer.kind == "mul":  # TFLite's MUL: the inputs' scales' product over the output's
         q = activation_qparams(*rng)
         q1, q2 = qins
