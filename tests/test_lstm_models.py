@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from every_variant import every_variant_passes
 from test_lstm_s8 import keyword_lstm, lstm_model
-from test_svdf_models import every_variant_exact
 
 from specializer.capture import imported
 from specializer.capture.capture import capture
@@ -27,7 +27,7 @@ def test_keyword_lstm_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
     assert len(np.unique(got)) >= 5  # the softmax spreads
     # 6 steps of 4 gates x 12 cells x (10 inputs + 12 hidden); the dense layer 72 -> 8
     assert macs.count(c.model_ll.read_text()) == 6 * 4 * 12 * (10 + 12) + 72 * 8
-    every_variant_exact(c.model_ll, tmp_path)
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
 @pytest.mark.slow  # about 35 s each on QEMU; the keyword model runs in every variant in the default suite
@@ -40,4 +40,4 @@ def test_lstm_forms_in_every_variant(name, tmp_path):
     path.write_bytes(lstm_model(name))
     c = capture(path, None, tmp_path / "cap")
     assert any("onto arm_lstm_unidirectional_s8" in line for line in c.log)
-    every_variant_exact(c.model_ll, tmp_path)
+    every_variant_passes(c.model_ll, tmp_path, exact=True)

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from every_variant import captured_source, every_variant_passes, model_namespace
 from test_cmsis_nn import host, nn_call, ptr  # noqa: F401
-from test_svdf_models import every_variant_exact
 from test_tflite_import import (ACT, OP, act8, actf, check, const, conv_options, fb, me, model_bytes, operator,
                                 out_scale, rand8, spread)
 
@@ -131,7 +130,7 @@ def test_gated_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
     x = c.manifest.inputs[0].array()
     (want,) = imported.run_tflite_micro(imported.read(path), [(x,)])[0]
     np.testing.assert_array_equal(c.manifest.outputs[0].array(), want)
-    every_variant_exact(c.model_ll, tmp_path)
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
 def test_a_broadcast_of_both_inputs_is_refused_in_one_line(tmp_path):
@@ -184,7 +183,7 @@ def test_squeeze_excite_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
     x = c.manifest.inputs[0].array()
     (want,) = imported.run_tflite_micro(imported.read(path), [(x,)])[0]
     np.testing.assert_array_equal(c.manifest.outputs[0].array(), want)
-    every_variant_exact(c.model_ll, tmp_path)
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
 MODEL = '''

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from every_variant import every_variant_passes, model_namespace
 from test_svdf_s8 import keyword_svdf
 
-from specializer import inputs
 from specializer.capture import imported
 from specializer.capture.capture import capture
-from specializer.driver.compare import compare
-from specializer.optimize import variants
 from specializer.report import macs
 
 STREAM_KWS = '''
@@ -56,14 +54,6 @@ stream_kws.weights = {"wf": _rng.integers(-127, 128, (FILTERS, FEATURES)).astype
 '''
 
 
-def every_variant_exact(model_ll, tmp_path):
-    comp = compare(inputs.load(model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
-    assert [r.variant for r in comp.rows] == list(variants.VARIANTS)
-    for r in comp.rows:
-        assert r.status == "pass", (r.variant, r)
-        assert r.max_abs_err == 0, r.variant
-
-
 # state bits -> the stream model's (time weights' bound, state scale, output scale, bias bound):
 # the state's new values spread over its type (int8: about a quarter of them clamped), the
 # outputs over int8
@@ -94,7 +84,7 @@ def test_imported_keyword_tail_bit_exact_with_tflite_micro_in_every_variant(bits
     assert len(np.unique(got)) >= 6  # the softmax spreads
     # SVDF: 32 filters x (40 features + 8 memory); the dense layer 16 x 12
     assert macs.count(c.model_ll.read_text()) == 32 * (40 + 8) + 16 * 12
-    every_variant_exact(c.model_ll, tmp_path)
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
 @pytest.mark.parametrize("bits", [16, 8])
@@ -110,7 +100,7 @@ def test_streaming_model_written_with_the_block_in_every_variant(bits, tmp_path)
     if bits == 8:  # the new values reach the clamp the lowering passes (int8's, not the glue's int16)
         newest = _newest_values(src.read_text())
         assert (newest == 127).sum() > 20 and (newest == -128).sum() > 20, newest
-    every_variant_exact(c.model_ll, tmp_path)
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
 def _newest_values(source: str) -> np.ndarray:
@@ -119,8 +109,7 @@ def _newest_values(source: str) -> np.ndarray:
 
     from specializer.quant import blocks
 
-    ns: dict = {}
-    exec(compile(source, "stream_kws.py", "exec"), ns)
+    ns = model_namespace(source, "stream_kws.py")
     p, w = ns["P"], ns["stream_kws"].weights
     state, out = jnp.zeros(p.state_shape, ns["STATE"]), []
     for x in ns["stream_kws"].example_inputs["frames"]:

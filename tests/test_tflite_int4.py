@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_svdf_models import every_variant_exact
+from every_variant import every_variant_passes
 from test_tflite_import import (ACT, OP, SAME, VALID, act8, check, conv_options, fb, me, model_bytes, operator,
                                 out_scale, out_size, spread)
 
@@ -126,7 +126,7 @@ def test_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
     got = c.manifest.outputs[0].array()
     np.testing.assert_array_equal(got, want)  # the reference QEMU is held to is TFLite Micro's
     assert spread(got.ravel()) >= 4
-    every_variant_exact(c.model_ll, tmp_path)
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
 def test_layers_count_the_filters_not_their_packed_bytes(tmp_path):

@@ -85,6 +85,14 @@ __STATIC_FORCEINLINE int32_t arm_nn_read_s8x4_ia(const int8_t **in_s8)
     *in_s8 += 4;
     return v;
 }
+/* Four int8 results out as one word at *out, which moves past them. */
+__STATIC_FORCEINLINE void shim_write_s8x4_ia(int8_t **out, int8_t r0, int8_t r1, int8_t r2, int8_t r3)
+{
+    const uint32_t word = (uint8_t)r0 | ((uint32_t)(uint8_t)r1 << 8) | ((uint32_t)(uint8_t)r2 << 16) |
+        ((uint32_t)(uint8_t)r3 << 24);
+    memcpy(*out, &word, 4);
+    *out += 4;
+}
 /* An offset in both halfwords, as SXTAB16 adds it to bytes 0/2 (or 1/3) of a word. */
 __STATIC_FORCEINLINE uint32_t shim_offset_x2(int32_t offset)
 {
@@ -228,6 +236,35 @@ arm_cmsis_nn_status arm_nn_vec_mat_mult_t_s8(const int8_t *lhs,
                                              const int32_t rhs_offset);
 
 /* ------------------------------------------------------------------ SVDF */
+
+/* An SVDF step's sizes from its arguments (CMSIS-NN's dims fields: n and h). */
+typedef struct
+{
+    int32_t batches, input_size, filters, memory, rank, units;
+} shim_svdf_sizes;
+
+/* 0 when a scratch buffer is NULL or the filters are not a multiple of the rank (the functions
+   then return ARM_CMSIS_NN_ARG_ERROR), else 1 with *z filled. */
+static inline int shim_svdf_sizes_of(const cmsis_nn_context *input_ctx,
+                                     const cmsis_nn_context *output_ctx,
+                                     const cmsis_nn_svdf_params *params,
+                                     const cmsis_nn_dims *input_dims,
+                                     const cmsis_nn_dims *weights_feature_dims,
+                                     const cmsis_nn_dims *weights_time_dims,
+                                     shim_svdf_sizes *z)
+{
+    z->batches = input_dims->n;
+    z->input_size = input_dims->h;
+    z->filters = weights_feature_dims->n;
+    z->memory = weights_time_dims->h;
+    z->rank = params->rank;
+    if (input_ctx->buf == NULL || output_ctx->buf == NULL || z->rank < 1 || z->filters % z->rank != 0)
+    {
+        return 0;
+    }
+    z->units = z->filters / z->rank;
+    return 1;
+}
 
 /*
  * The end of an SVDF step, the same for both state types: each unit's sum (bias plus its rank

@@ -34,46 +34,42 @@ arm_cmsis_nn_status arm_svdf_s8(const cmsis_nn_context *ctx,
     (void)state_dims;
     (void)bias_dims;
     (void)output_dims;
-    const int32_t batches = input_dims->n;
-    const int32_t input_size = input_dims->h;
-    const int32_t filters = weights_feature_dims->n;
-    const int32_t memory = weights_time_dims->h;
-    const int32_t rank = svdf_params->rank;
-    if (input_ctx->buf == NULL || output_ctx->buf == NULL || rank < 1 || filters % rank != 0)
+    shim_svdf_sizes z;
+    if (!shim_svdf_sizes_of(input_ctx, output_ctx, svdf_params, input_dims, weights_feature_dims, weights_time_dims,
+                            &z))
     {
         return ARM_CMSIS_NN_ARG_ERROR;
     }
-    const int32_t units = filters / rank;
 
-    for (int32_t b = 0; b < batches; b++)
+    for (int32_t b = 0; b < z.batches; b++)
     {
-        int8_t *state = state_data + b * filters * memory;
-        int32_t *time_sums = (int32_t *)input_ctx->buf + b * filters;
-        int32_t *unit_sums = (int32_t *)output_ctx->buf + b * units;
+        int8_t *state = state_data + b * z.filters * z.memory;
+        int32_t *time_sums = (int32_t *)input_ctx->buf + b * z.filters;
+        int32_t *unit_sums = (int32_t *)output_ctx->buf + b * z.units;
 
         /* each filter's memory moves one place towards its start; the last place is written next */
-        memmove(state, state + 1, (size_t)(filters * memory - 1));
-        arm_nn_vec_mat_mult_t_s8(input_data + b * input_size, weights_feature_data, NULL, NULL, state + memory - 1,
+        memmove(state, state + 1, (size_t)(z.filters * z.memory - 1));
+        arm_nn_vec_mat_mult_t_s8(input_data + b * z.input_size, weights_feature_data, NULL, NULL, state + z.memory - 1,
                                  -svdf_params->input_offset, 0, input_quant_params->multiplier,
-                                 input_quant_params->shift, input_size, filters, svdf_params->input_activation.min,
-                                 svdf_params->input_activation.max, memory, 0);
+                                 input_quant_params->shift, z.input_size, z.filters, svdf_params->input_activation.min,
+                                 svdf_params->input_activation.max, z.memory, 0);
 
         const int8_t *wt = weights_time_data;
         const int8_t *s = state;
-        for (int32_t f = 0; f < filters; f++)
+        for (int32_t f = 0; f < z.filters; f++)
         {
             uint32_t sum = 0; /* unsigned: the sums wrap as on the core, without C's signed overflow */
-            for (int32_t m = 0; m < memory; m++)
+            for (int32_t m = 0; m < z.memory; m++)
             {
                 sum += (uint32_t)((int32_t)wt[m] * (int32_t)s[m]);
             }
-            wt += memory;
-            s += memory;
+            wt += z.memory;
+            s += z.memory;
             time_sums[f] = (int32_t)sum;
         }
 
-        shim_svdf_units(time_sums, bias_data, units, rank, svdf_params, output_quant_params, unit_sums,
-                        output_data + b * units);
+        shim_svdf_units(time_sums, bias_data, z.units, z.rank, svdf_params, output_quant_params, unit_sums,
+                        output_data + b * z.units);
     }
     return ARM_CMSIS_NN_SUCCESS;
 }

@@ -344,7 +344,9 @@ def relu(c: NodeContext) -> bool:
     return True
 
 
-def add(c: NodeContext) -> bool:
+def _binary(c: NodeContext, make_params, block) -> bool:
+    """An elementwise op of two dequantized int8 activations of one shape, requantized: the
+    block make_params(a, b, q, bounds) says, on the two in one layout."""
     if not all(c.name(k) in c.b.vals and c.b.vals[c.name(k)].deq for k in (0, 1)):
         return False
     tail = _requantized_output(c)
@@ -356,46 +358,41 @@ def add(c: NodeContext) -> bool:
         a, b = c.b.plain(a), c.b.plain(b)
     else:
         b = c.b.in_layout(b, a.layout)
-    s1, s2 = a.quant.scale, b.quant.scale
-    twice = 2 * max(s1, s2)
-    (m1, sh1), (m2, sh2) = tflite_multiplier(s1 / twice), tflite_multiplier(s2 / twice)
-    mo, so = tflite_multiplier(twice / ((1 << ADD_LEFT_SHIFT) * q.scale))
-    if so > 0:
-        raise c.refuse(f"int8 Add: output scale {q.scale} is too small for the inputs' (the multiplier must be below 1)")
-    p = AddParams(shape=tuple(a.shape[i] for i in a.layout) if not isinstance(a.layout, Flat) else a.shape,
-                  input_1_offset=-a.quant.zero_point, input_1_mult=m1, input_1_shift=sh1,
-                  input_2_offset=-b.quant.zero_point, input_2_mult=m2, input_2_shift=sh2, left_shift=ADD_LEFT_SHIFT,
-                  out_offset=q.zero_point, out_mult=mo, out_shift=so, activation=_clamp(q, bounds))
+    p = make_params(a, b, q, bounds)
     for n in used:
         c.b.done.add(n.index)
-    c.emit((a, b), Val(out_name, c.out_shape, "int8", a.layout, q, False), lambda x1, x2: blocks.add(x1, x2, p),
-           (), p)
+    c.emit((a, b), Val(out_name, c.out_shape, "int8", a.layout, q, False), lambda x1, x2: block(x1, x2, p), (), p)
     return True
+
+
+def _block_shape(a: Val) -> tuple:
+    return tuple(a.shape[i] for i in a.layout) if not isinstance(a.layout, Flat) else a.shape
+
+
+def add(c: NodeContext) -> bool:
+    def params(a, b, q, bounds):
+        s1, s2 = a.quant.scale, b.quant.scale
+        twice = 2 * max(s1, s2)
+        (m1, sh1), (m2, sh2) = tflite_multiplier(s1 / twice), tflite_multiplier(s2 / twice)
+        mo, so = tflite_multiplier(twice / ((1 << ADD_LEFT_SHIFT) * q.scale))
+        if so > 0:
+            raise c.refuse(f"int8 Add: output scale {q.scale} is too small for the inputs' (the multiplier must be "
+                           "below 1)")
+        return AddParams(shape=_block_shape(a), input_1_offset=-a.quant.zero_point, input_1_mult=m1,
+                         input_1_shift=sh1, input_2_offset=-b.quant.zero_point, input_2_mult=m2, input_2_shift=sh2,
+                         left_shift=ADD_LEFT_SHIFT, out_offset=q.zero_point, out_mult=mo, out_shift=so,
+                         activation=_clamp(q, bounds))
+    return _binary(c, params, blocks.add)
 
 
 def mul(c: NodeContext) -> bool:
-    """Mul of two dequantized int8 activations of one shape, requantized: arm_elementwise_mul_s8
-    with the multiplier of the input scales' product over the output's (TFLite's MUL)."""
-    if not all(c.name(k) in c.b.vals and c.b.vals[c.name(k)].deq for k in (0, 1)):
-        return False
-    tail = _requantized_output(c)
-    a, b = c.act(0), c.act(1)
-    if tail is None or a.shape != b.shape or a.shape != c.out_shape:
-        return False
-    out_name, q, bounds, used = tail
-    if isinstance(a.layout, Flat) and b.layout != a.layout:
-        a, b = c.b.plain(a), c.b.plain(b)
-    else:
-        b = c.b.in_layout(b, a.layout)
-    m, sh = tflite_multiplier(float(a.quant.scale) * float(b.quant.scale) / float(q.scale))
-    p = MulParams(shape=tuple(a.shape[i] for i in a.layout) if not isinstance(a.layout, Flat) else a.shape,
-                  input_1_offset=-a.quant.zero_point, input_2_offset=-b.quant.zero_point, out_offset=q.zero_point,
-                  out_mult=m, out_shift=sh, activation=_clamp(q, bounds))
-    for n in used:
-        c.b.done.add(n.index)
-    c.emit((a, b), Val(out_name, c.out_shape, "int8", a.layout, q, False), lambda x1, x2: blocks.mul(x1, x2, p),
-           (), p)
-    return True
+    """Mul: arm_elementwise_mul_s8 with the multiplier of the input scales' product over the
+    output's (TFLite's MUL)."""
+    def params(a, b, q, bounds):
+        m, sh = tflite_multiplier(float(a.quant.scale) * float(b.quant.scale) / float(q.scale))
+        return MulParams(shape=_block_shape(a), input_1_offset=-a.quant.zero_point, input_2_offset=-b.quant.zero_point,
+                         out_offset=q.zero_point, out_mult=m, out_shift=sh, activation=_clamp(q, bounds))
+    return _binary(c, params, blocks.mul)
 
 
 def softmax(c: NodeContext) -> bool:
