@@ -85,14 +85,6 @@ __STATIC_FORCEINLINE int32_t arm_nn_read_s8x4_ia(const int8_t **in_s8)
     *in_s8 += 4;
     return v;
 }
-/* Four int8 results out as one word at *out, which moves past them. */
-__STATIC_FORCEINLINE void shim_write_s8x4_ia(int8_t **out, int8_t r0, int8_t r1, int8_t r2, int8_t r3)
-{
-    const uint32_t word = (uint8_t)r0 | ((uint32_t)(uint8_t)r1 << 8) | ((uint32_t)(uint8_t)r2 << 16) |
-        ((uint32_t)(uint8_t)r3 << 24);
-    memcpy(*out, &word, 4);
-    *out += 4;
-}
 /* An offset in both halfwords, as SXTAB16 adds it to bytes 0/2 (or 1/3) of a word. */
 __STATIC_FORCEINLINE uint32_t shim_offset_x2(int32_t offset)
 {

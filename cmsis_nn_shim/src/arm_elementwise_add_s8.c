@@ -56,11 +56,13 @@ arm_cmsis_nn_status arm_elementwise_add_s8(const int8_t *input_1_vect,
         const uint32_t b = (uint32_t)arm_nn_read_s8x4_ia(&input_2_vect);
         const uint32_t a02 = __SXTAB16(off1, a), a13 = __SXTAB16_RORn(off1, a, 8);
         const uint32_t b02 = __SXTAB16(off2, b), b13 = __SXTAB16_RORn(off2, b, 8);
-        const int8_t r0 = add_one((int16_t)a02, (int16_t)b02, &p);
-        const int8_t r1 = add_one((int16_t)a13, (int16_t)b13, &p);
-        const int8_t r2 = add_one((int16_t)(a02 >> 16), (int16_t)(b02 >> 16), &p);
-        const int8_t r3 = add_one((int16_t)(a13 >> 16), (int16_t)(b13 >> 16), &p);
-        shim_write_s8x4_ia(&output, r0, r1, r2, r3);
+        const uint8_t r0 = (uint8_t)add_one((int16_t)a02, (int16_t)b02, &p);
+        const uint8_t r1 = (uint8_t)add_one((int16_t)a13, (int16_t)b13, &p);
+        const uint8_t r2 = (uint8_t)add_one((int16_t)(a02 >> 16), (int16_t)(b02 >> 16), &p);
+        const uint8_t r3 = (uint8_t)add_one((int16_t)(a13 >> 16), (int16_t)(b13 >> 16), &p);
+        const uint32_t word = r0 | ((uint32_t)r1 << 8) | ((uint32_t)r2 << 16) | ((uint32_t)r3 << 24);
+        memcpy(output, &word, 4);
+        output += 4;
     }
 #endif
     for (; n > 0; n--) {

@@ -6,6 +6,7 @@
  * bytes 0/2 and 1/3 of each input word (x + offset is within [-255, 255], exact in 16 bits),
  * SMULBB / SMULTT multiply the halves, and the four results leave as one word.
  */
+#include <string.h>
 
 #include "shim_nnfunctions.h"
 #include "shim_nnsupportfunctions.h"
@@ -42,11 +43,17 @@ arm_cmsis_nn_status arm_elementwise_mul_s8(const int8_t *input_1_vect,
         const uint32_t b02 = __SXTAB16(off2, b), b13 = __SXTAB16_RORn(off2, b, 8);
         const int32_t p0 = (int16_t)a02 * (int16_t)b02, p2 = (int16_t)(a02 >> 16) * (int16_t)(b02 >> 16);
         const int32_t p1 = (int16_t)a13 * (int16_t)b13, p3 = (int16_t)(a13 >> 16) * (int16_t)(b13 >> 16);
-        const int32_t lo = out_activation_min, hi = out_activation_max;
-        shim_write_s8x4_ia(&output, mul_out(p0, out_offset, out_mult, out_shift, lo, hi),
-                           mul_out(p1, out_offset, out_mult, out_shift, lo, hi),
-                           mul_out(p2, out_offset, out_mult, out_shift, lo, hi),
-                           mul_out(p3, out_offset, out_mult, out_shift, lo, hi));
+        const uint8_t r0 = (uint8_t)mul_out(p0, out_offset, out_mult, out_shift, out_activation_min,
+                                            out_activation_max);
+        const uint8_t r1 = (uint8_t)mul_out(p1, out_offset, out_mult, out_shift, out_activation_min,
+                                            out_activation_max);
+        const uint8_t r2 = (uint8_t)mul_out(p2, out_offset, out_mult, out_shift, out_activation_min,
+                                            out_activation_max);
+        const uint8_t r3 = (uint8_t)mul_out(p3, out_offset, out_mult, out_shift, out_activation_min,
+                                            out_activation_max);
+        const uint32_t word = r0 | ((uint32_t)r1 << 8) | ((uint32_t)r2 << 16) | ((uint32_t)r3 << 24);
+        memcpy(output, &word, 4);
+        output += 4;
     }
 #endif
     for (; n > 0; n--) {
