@@ -3,7 +3,7 @@
  * lays out its weights and folds its bias).
  *
  * Three output pixels (two for a layer of two, one for a dense layer at batch 1) by two output
- * channels at a time, four taps per step (one pixel with int16 panels: four output channels). The
+ * channels at a time, four taps per step (one pixel: four output channels). The
  * pixels' taps are widened to int16 once (SXTB16: bytes 0/2,
  * then 1/3 of each group of four) into `cols`, and the weights are stored widened in the same
  * order, so a step for every pair of output channels is, per half (taps 0/2, then 1/3), 3 + 2
@@ -19,8 +19,8 @@
  * k % 4 last taps as (w[o][k], w[o+1][k]) pairs. Narrow (less flash): int8, per group the word
  * (w[o][4g], w[o+1][4g], w[o][4g+2], w[o+1][4g+2]), whose SXTB16 is o's pair and rotated by 8
  * o+1's, then the same of taps 1/3; the tail as before; each pair's panel padded to whole words.
- * For one pixel, int16 panels of four output channels (a missing one zeros): two pairs' panels
- * taken a group of each in turn, then the first pair's tail, then the second's.
+ * For one pixel, panels of four output channels (a missing one zeros), int16 or int8: two pairs'
+ * panels taken a group of each in turn, then the first pair's tail, then the second's.
  */
 #include <string.h>
 
@@ -35,6 +35,8 @@
 #include "libjit_s8.h"
 
 #include "requant_s8.h"
+
+enum { PACKED = 2 }; /* `narrow`: one pixel's int8 panels in the packed form (see quads) */
 
 static inline uint32_t word(const void *p)
 {
@@ -231,47 +233,87 @@ static inline void triples(int8_t *out, const int8_t *in, const void *w, const i
   }
 }
 
-/* A dense layer at batch 1 (one output pixel) with int16 panels: no second pixel shares a weight
- * load, so four output channels share the input's instead. `wide` holds the pixel's taps 0/2 and
- * 1/3 per group (two words a group), t its k % 4 last taps. Per group, per pair of the four: four
- * loads in a row and four SMLAD, about 1.25 est. cycles per MAC with the input's two loads (a pair
- * at a time: 1.5). A last quad of fewer channels computes the last one again in the missing
- * places; the four are stored last to first, so a channel's own value is stored last. (int8 panels
- * keep the pair loop: four channels of them, eight weight words live, spill once unrolled.) */
-static inline void quads(int8_t *out, uint32_t *wide, const int8_t *t, const int16_t *wp, const int32_t *rq,
-                         const int16_t *index, int32_t live_c, int32_t groups, int32_t tail, int32_t fast,
-                         int32_t out_offset, int32_t act_min, int32_t act_max)
+/* A dense layer at batch 1 (one output pixel): no second pixel shares a weight load, so four
+ * output channels share the input's instead. `wide` holds the pixel's taps 0/2 and 1/3 per group
+ * (two words a group), t its k % 4 last taps. Per group, with int16 panels: two input loads, then
+ * per pair of the four four loads in a row and four SMLAD, about 1.25 est. cycles per MAC (a pair
+ * at a time: 1.5). With int8 panels: the two input loads and the four channels' four words in one
+ * run of six loads, then each word widened twice (SXTB16, rotated by 8 for the pair's second
+ * channel) into eight SMLAD, about 1.45 (a pair at a time, as the two-pixel loop did: 1.9). A
+ * last quad of fewer channels computes the last one again in the missing places; the four are
+ * stored last to first, so a channel's own value is stored last. */
+static inline void quads(int8_t *out, uint32_t *wide, const int8_t *t, const void *w, const int32_t *rq,
+                         const int16_t *index, int32_t live_c, int32_t groups, int32_t tail, int32_t narrow,
+                         uint32_t x128, int32_t fast, int32_t out_offset, int32_t act_min, int32_t act_max)
 {
   uint32_t *volatile opaque_wide = wide; /* as in triples */
+  const int16_t *wp = (const int16_t *)w;
+  const int8_t *wn = (const int8_t *)w;
   for (int32_t o = 0; o < live_c; o += 4) {
-    int32_t j[4];
-    uint32_t a[4];
-    for (int32_t i = 0; i < 4; i++) {
-      j[i] = o + i < live_c ? o + i : live_c - 1;
-      a[i] = (uint32_t)rq[4 * j[i]];
-    }
+    /* the sums start from 0 and take the bias last: the four records' addresses are not worked
+       out before the loop, where they would take registers it needs (spilled and reloaded) */
+    uint32_t a[4] = {0, 0, 0, 0};
     const uint32_t *xw = opaque_wide;
-    for (int32_t g = 0; g < groups; g++) {
-      const uint32_t u02 = xw[0], u13 = xw[1];
-      xw += 2;
-      for (int32_t p = 0; p < 4; p += 2) { /* channels o + p and o + p + 1 */
-        const uint32_t wa = word(wp), wb = word(wp + 2), wc = word(wp + 4), wd = word(wp + 6);
-        wp += 8;
-        a[p] = (uint32_t)__builtin_arm_smlad((int)u02, (int)wa, (int)a[p]);
-        a[p] = (uint32_t)__builtin_arm_smlad((int)u13, (int)wb, (int)a[p]);
-        a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u02, (int)wc, (int)a[p + 1]);
-        a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u13, (int)wd, (int)a[p + 1]);
+    if (narrow == PACKED) {
+      for (int32_t g = 0; g < groups; g++) {
+        const uint32_t u02 = xw[0], u13 = xw[1];
+        xw += 2;
+        for (int32_t p = 0; p < 4; p += 2) {
+          const uint32_t m02 = word(wn), m13 = word(wn + 4);
+          wn += 8;
+          a[p] = (uint32_t)__builtin_arm_smlad((int)u02, (int)m02, (int)a[p]);
+          a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u02, (int)(m02 & 0x00ff00ffu), (int)a[p + 1]);
+          a[p] = (uint32_t)__builtin_arm_smlad((int)u13, (int)m13, (int)a[p]);
+          a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u13, (int)(m13 & 0x00ff00ffu), (int)a[p + 1]);
+        }
+      }
+      for (int32_t p = 0; p < 4; p += 2) { /* o's sum from the high bytes, o+1's less its offset's */
+        a[p] = (uint32_t)((int32_t)(a[p] - a[p + 1]) >> 8);
+        a[p + 1] -= x128;
+      }
+    } else if (narrow) {
+      for (int32_t g = 0; g < groups; g++) { /* per pair: its word of taps 0/2, then of 1/3 */
+        const uint32_t u02 = xw[0], u13 = xw[1];
+        xw += 2;
+        for (int32_t p = 0; p < 4; p += 2) {
+          const uint32_t m02 = word(wn), m13 = word(wn + 4);
+          wn += 8;
+          a[p] = (uint32_t)__builtin_arm_smlad((int)u02, __builtin_arm_sxtb16((int)m02), (int)a[p]);
+          a[p + 1] = (uint32_t)__builtin_arm_smlad(
+              (int)u02, __builtin_arm_sxtb16((int)((m02 >> 8) | (m02 << 24))), (int)a[p + 1]);
+          a[p] = (uint32_t)__builtin_arm_smlad((int)u13, __builtin_arm_sxtb16((int)m13), (int)a[p]);
+          a[p + 1] = (uint32_t)__builtin_arm_smlad(
+              (int)u13, __builtin_arm_sxtb16((int)((m13 >> 8) | (m13 << 24))), (int)a[p + 1]);
+        }
+      }
+    } else {
+      for (int32_t g = 0; g < groups; g++) {
+        const uint32_t u02 = xw[0], u13 = xw[1];
+        xw += 2;
+        for (int32_t p = 0; p < 4; p += 2) { /* channels o + p and o + p + 1 */
+          const uint32_t wa = word(wp), wb = word(wp + 2), wc = word(wp + 4), wd = word(wp + 6);
+          wp += 8;
+          a[p] = (uint32_t)__builtin_arm_smlad((int)u02, (int)wa, (int)a[p]);
+          a[p] = (uint32_t)__builtin_arm_smlad((int)u13, (int)wb, (int)a[p]);
+          a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u02, (int)wc, (int)a[p + 1]);
+          a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u13, (int)wd, (int)a[p + 1]);
+        }
       }
     }
-    for (int32_t p = 0; p < 4; p += 2) { /* each pair's last taps */
+    for (int32_t p = 0; p < 4; p += 2) { /* each pair's last taps (an int8 pair's padded to a word) */
       for (int32_t i = 0; i < tail; i++) {
-        a[p] += (uint32_t)(t[i] * wp[0]);
-        a[p + 1] += (uint32_t)(t[i] * wp[1]);
+        a[p] += (uint32_t)(t[i] * (narrow ? wn[2 * i] : wp[0]));
+        a[p + 1] += (uint32_t)(t[i] * (narrow ? wn[2 * i + 1] : wp[1]));
         wp += 2;
       }
+      wn += (2 * tail + 3) / 4 * 4;
     }
     for (int32_t i = 3; i >= 0; i--) {
-      out[index ? index[j[i]] : j[i]] = libjit_requant_s8(a[i], rq + 4 * j[i], fast, out_offset, act_min, act_max);
+      const int32_t j = o + i < live_c ? o + i : live_c - 1;
+      const uint32_t acc = a[i] + (uint32_t)rq[4 * j];
+      /* int8 panels cannot hold the doubled weights the fast form takes: the sum doubled here */
+      out[index ? index[j] : j] = libjit_requant_s8(narrow && fast ? acc << 1 : acc, rq + 4 * j, fast, out_offset,
+                                                    act_min, act_max);
     }
   }
 }
@@ -298,21 +340,24 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
   /* cols: [the gathered windows (three when triples run, one for quads, else two), their bytes
      rounded up to a word, unless direct][per group: each pixel's taps 0/2 and 1/3 as int16 pairs] */
   const int32_t three = groups > 0 && pixels >= 3;
-  const int32_t windows = three ? 3 : single && !narrow ? 1 : 2;
+  const int32_t windows = three ? 3 : single ? 1 : 2;
   uint32_t *wide = (uint32_t *)(cols + (direct ? 0 : (windows * k + 3) / 4 * 4));
-  if (single && !narrow) {
+  if (single) {
     const int8_t *x = in;
     if (!direct) {
       gather(cols, in, 0, 0, in_h, in_w, in_c, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w,
              pad_value);
       x = cols;
     }
+    uint32_t x128 = 0; /* 128 times the sum of the groups' taps: the packed form's offset */
     for (int32_t g = 0; g < groups; g++) {
       const uint32_t u = word(x + 4 * g);
       wide[2 * g] = (uint32_t)__builtin_arm_sxtb16((int)u);
       wide[2 * g + 1] = (uint32_t)__builtin_arm_sxtb16((int)((u >> 8) | (u << 24)));
+      x128 = (uint32_t)__builtin_arm_smlad((int)wide[2 * g], 0x00800080, (int)x128);
+      x128 = (uint32_t)__builtin_arm_smlad((int)wide[2 * g + 1], 0x00800080, (int)x128);
     }
-    quads(out, wide, x + 4 * groups, (const int16_t *)w, rq, index, live_c, groups, tail, fast, out_offset, act_min,
+    quads(out, wide, x + 4 * groups, w, rq, index, live_c, groups, tail, narrow, x128, fast, out_offset, act_min,
           act_max);
     return 0;
   }
@@ -321,7 +366,7 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
             pad_left, dil_h, dil_w, out_w, pixels, pad_value, direct, narrow, fast, out_offset, act_min, act_max);
     return 0;
   }
-  /* Two pixels at a time: a layer of two, one with int8 panels, or taps fewer than a group */
+  /* Two pixels at a time: a layer of two, or of taps fewer than a group */
   uint32_t *volatile opaque_wide = wide; /* as in triples */
   for (int32_t p = 0; p < pixels; p += 2) {
     const int32_t q = p + 1 < pixels ? p + 1 : p; /* an odd last pixel: computed twice, stored once */
@@ -354,7 +399,7 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
       uint32_t a00 = (uint32_t)r0[0], a01 = (uint32_t)r1[0], a10 = a00, a11 = a01;
       const uint32_t *xw = opaque_wide;
       for (int32_t g = 0; g < groups; g++) {
-        const uint32_t u02 = xw[0], u13 = xw[1], v02 = single ? 0 : xw[2], v13 = single ? 0 : xw[3];
+        const uint32_t u02 = xw[0], u13 = xw[1], v02 = xw[2], v13 = xw[3];
         xw += 4;
         if (narrow) { /* int8 words (o, o+1) of taps 0/2, then 1/3: widened here, as the input was */
           for (int32_t h = 0; h < 2; h++) { /* each half as soon as its word is widened */
@@ -363,28 +408,22 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
             const uint32_t wc = (uint32_t)__builtin_arm_sxtb16((int)((m >> 8) | (m << 24)));
             a00 = (uint32_t)__builtin_arm_smlad((int)u, (int)wa, (int)a00);
             a01 = (uint32_t)__builtin_arm_smlad((int)u, (int)wc, (int)a01);
-            if (!single) {
-              a10 = (uint32_t)__builtin_arm_smlad((int)v, (int)wa, (int)a10);
-              a11 = (uint32_t)__builtin_arm_smlad((int)v, (int)wc, (int)a11);
-            }
+            a10 = (uint32_t)__builtin_arm_smlad((int)v, (int)wa, (int)a10);
+            a11 = (uint32_t)__builtin_arm_smlad((int)v, (int)wc, (int)a11);
           }
           wn += 8;
         } else { /* six loads in a row, then two: at most 12 registers live */
           const uint32_t wa = word(wp), wb = word(wp + 2);
           a00 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wa, (int)a00);
           a00 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wb, (int)a00);
-          if (!single) {
-            a10 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wa, (int)a10);
-            a10 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wb, (int)a10);
-          }
+          a10 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wa, (int)a10);
+          a10 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wb, (int)a10);
           const uint32_t wc = word(wp + 4), wd = word(wp + 6);
           wp += 8;
           a01 = (uint32_t)__builtin_arm_smlad((int)u02, (int)wc, (int)a01);
           a01 = (uint32_t)__builtin_arm_smlad((int)u13, (int)wd, (int)a01);
-          if (!single) {
-            a11 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wc, (int)a11);
-            a11 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wd, (int)a11);
-          }
+          a11 = (uint32_t)__builtin_arm_smlad((int)v02, (int)wc, (int)a11);
+          a11 = (uint32_t)__builtin_arm_smlad((int)v13, (int)wd, (int)a11);
         }
       }
       for (int32_t t = 0; t < tail; t++) {
@@ -406,10 +445,8 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
       }
       /* as in triples: no condition on the partner; and pixel 0 last (a lone pixel is pixel 1 too) */
       const int32_t at0 = index ? index[o] : o, at1 = index ? index[j] : j;
-      if (!single) {
-        o1[at1] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
-        o1[at0] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
-      }
+      o1[at1] = libjit_requant_s8(a11, r1, fast, out_offset, act_min, act_max);
+      o1[at0] = libjit_requant_s8(a10, r0, fast, out_offset, act_min, act_max);
       o0[at1] = libjit_requant_s8(a01, r1, fast, out_offset, act_min, act_max);
       o0[at0] = libjit_requant_s8(a00, r0, fast, out_offset, act_min, act_max);
     }

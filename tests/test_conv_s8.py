@@ -9,6 +9,7 @@ import pytest
 from kernel_firmware import run_kernel
 from test_cmsis_nn import DATA, conv_case, ref_conv
 
+from specializer.optimize import int8_layout
 from specializer.optimize import relayout_conv as rc
 
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="tests/data/cmsis_nn is missing")
@@ -40,8 +41,8 @@ def cases():
     # a dense layer at batch 1 with constant channels: a step of four computed channels, then a pair
     dense = conv_case(rng, 1, 1, 1, 12, 9, 1, 1)
     dense["shift"][2] = -31
-    # one pixel (int16 panels: four output channels a step): a gathered 3x3 window with one channel
-    # in its last step, and three taps (no group of four) over six channels
+    # one pixel (four output channels a step): a gathered 3x3 window with one channel in its last
+    # step, and three taps (no group of four) over six channels
     window, few = conv_case(rng, 1, 3, 3, 5, 5, 3, 3), conv_case(rng, 1, 1, 1, 3, 6, 1, 1)
     return out + [some, gathered, every, dense, window, few]
 
@@ -66,10 +67,10 @@ def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
     assert [a.fast_mode() for a in args] == [2, 1, 1, 2, 1, 1, 1, 1, 0, 2, 1, 1, 1, 1, 1]
     assert [a.shape.direct for a in args] == [True, True, True, True, False, False, True, False, True, True, False,
                                               True, True, False, True]
-    assert [i for i, a in enumerate(args) if a.shape.single] == [6, 12, 13, 14]  # one pixel: int16, four channels a step
+    assert [i for i, a in enumerate(args) if a.shape.single] == [6, 12, 13, 14]  # one pixel: four channels a step
     # the gathered 3x3x5 window (k = 45): its bytes rounded to a word, then 11 groups of taps 0/2 and
-    # 1/3 of one pixel (int16 panels) or of two (int8 panels: the pair step, the pixel twice)
-    assert args[13].cols_bytes() == (268 if narrow else 48 + 88)
+    # 1/3 of the one pixel
+    assert args[13].cols_bytes() == 48 + 88
     assert [a.shape.out_c - a.live for a in args] == CONSTANT
     assert all((a.index is None) == (a.live == a.shape.out_c) for a in args)
     assert all(a.weights.dtype == (np.int8 if narrow else np.int16) for a in args)
@@ -79,6 +80,31 @@ def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
                       for c, a in zip(cs, args)])
     for i, c in enumerate(cs):
         assert np.array_equal(got[i], ref_conv(c).ravel().astype(np.int64)), i
+
+
+def test_one_pixel_packed_form_exact_at_its_bound(tmp_path):
+    """One pixel, int8 panels: a layer whose largest sum over the groups' taps is the packed
+    form's bound (128 x 65535 for an input of -128s) takes it, one a unit past it widens its
+    weights with SXTB16; both bit-exact with CMSIS-NN's convolution, the outputs not clamped."""
+    rng = np.random.default_rng(21)
+    cs = []
+    for past in (False, True):
+        c = conv_case(rng, 1, 1, 1, 514, 5, 1, 1)  # 128 groups, two taps left, a quad and one channel
+        c["inp"][..., :512] = -128
+        c["filt"][0, ..., :512] = -128
+        c["filt"][0, 0, 0, 0] = -128 if past else -127
+        c["filt"][2, ..., :512] = 127
+        c["in_off"], c["out_off"], c["mult"][:], c["shift"][:] = 7, 0, 1 << 30, -17
+        c["bias"][:] = 0
+        cs.append(c)
+    args = [layout(c, narrow=True) for c in cs]
+    assert [a.packed for a in args] == [True, False]
+    got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{args[0].cols_bytes()}] __attribute__((aligned(4)));\n",
+                     [(c["inp"], a, ref_conv(c).size, "cols") for c, a in zip(cs, args)])
+    for i, c in enumerate(cs):
+        want = ref_conv(c).ravel().astype(np.int64)
+        assert np.array_equal(got[i], want), i
+        assert -128 < want[0] < 127 and -128 < want[2] < 127, want  # the extreme sums, not the clamp
 
 
 @pytest.mark.parametrize("narrow", [False, True], ids=["int16-panels", "int8-panels"])
@@ -117,7 +143,7 @@ def test_panels_interleave_two_channels_in_sxtb16_order():
     assert rc._narrow_panels(np.arange(1, 11).reshape(2, 5)).tolist() == [1, 6, 3, 8, 2, 7, 4, 9, 5, 10, 0, 0]
 
 
-def test_one_pixel_int16_panels_take_four_channels_a_group_of_each_pair_in_turn():
+def test_one_pixel_panels_take_four_channels_a_group_of_each_pair_in_turn():
     taps = np.arange(1, 19).reshape(3, 6)  # three channels (the fourth zeros), k = 6
     a, b = rc._panels(taps[:2]).tolist(), rc._panels(taps[2:]).tolist()
     assert a == [1, 3, 2, 4, 7, 9, 8, 10, 5, 11, 6, 12] and b[:4] == [13, 15, 14, 16]
@@ -127,8 +153,28 @@ def test_one_pixel_int16_panels_take_four_channels_a_group_of_each_pair_in_turn(
     got = rc.arguments(one, taps, [0] * 3, [1 << 30] * 3, [-4] * 3, 0, 0, (-128, 127))
     assert one.single and got.fast  # the fast form's doubled weights, laid out as quads
     assert got.weights.tolist() == [2 * v for v in a[:8] + b[:8] + a[8:] + b[8:]]
+    # int8 panels the same way: a group (two words) of each pair in turn, then each pair's last two
+    # taps padded to a word; in a group's words the packed form: per tap (o+1's + 128, o's)
+    n, m = rc._narrow_panels(taps[:2]).tolist(), rc._narrow_panels(taps[2:]).tolist()
+    assert n == [1, 7, 3, 9, 2, 8, 4, 10, 5, 11, 6, 12] and m == [13, 0, 15, 0, 14, 0, 16, 0, 17, 0, 18, 0]
+    pn, pm = [7 - 128, 1, 9 - 128, 3, 8 - 128, 2, 10 - 128, 4], [-128, 13, -128, 15, -128, 14, -128, 16]
+    assert rc._packed(np.array(n, np.int8), 6).tolist() == pn + n[8:]
     narrow = rc.arguments(one, taps, [0] * 3, [1 << 30] * 3, [-4] * 3, 0, 0, (-128, 127), narrow=True)
-    assert narrow.weights.tolist() == rc._narrow_panels(taps).tolist()  # int8 panels: the pair loop's
+    assert narrow.packed and narrow.ints()[17] == 2  # the kernel's `narrow` argument: the packed form
+    assert narrow.weights.tolist() == pn + pm + n[8:] + m[8:]
+
+
+def test_packed_form_only_where_every_sum_fits_its_high_bytes():
+    taps = np.full((2, 514), -128)  # 128 groups and two taps left
+    taps[0, 0] = -127
+    taps[1] = 5
+    assert 128 * 65535 == rc.PACKED_BOUND - 127 and rc._packable(taps)  # the last two taps are not in the sums
+    taps[0, 0] = -128
+    assert not rc._packable(taps)
+    assert not rc._packable(np.ones((3, 3)))  # no group of four taps
+    layer = rc.Layer(rc.Shape(1, 1, 514, 2, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1),
+                     int8_layout.Constants(taps.reshape(-1), [0, 0], [1 << 30] * 2, [-4] * 2), 0, 0, (-128, 127))
+    assert not layer.packs() and not layer.arguments(True).packed
 
 
 def test_int16_panels_go_to_the_layers_with_most_pixels():

@@ -30,17 +30,20 @@ def test_dense_layer_is_a_one_pixel_conv_on_the_kernel():
     call = next(ln for ln in text.splitlines() if " call " in ln)
     # out, in, weights, records, scratch, no index or constant row (every channel computed); in 1x1x4
     # -> 3 channels, all 3 computed, 1x1 filter, stride 1, no padding, dilation 1, out 1x1, pad value
-    # 128, fast, int16 panels, output offset, activation
+    # 128, fast, int8 panels in the packed form (one pixel: they cost no flash over int16 ones, and no
+    # time), output offset, activation
     assert call == ("  %a = call i32 @libjit_conv_s8(ptr getelementptr (i8, ptr @arena, i32 4), ptr @arena, "
                     "ptr @libjit.conv.0.w, ptr @libjit.conv.0.rq, ptr @libjit.conv.cols, ptr null, ptr null, "
                     "i32 1, i32 1, i32 4, i32 3, i32 3, i32 1, i32 1, i32 1, i32 1, i32 0, i32 0, i32 1, i32 1, "
-                    "i32 1, i32 1, i32 -128, i32 1, i32 0, i32 -5, i32 -128, i32 127)")
-    # int16 panels, doubled (fast): channels 0 and 1 interleaved by taps 0/2, 1/3; channel 2 with zeros
-    assert "@libjit.conv.0.w = internal unnamed_addr constant [16 x i16] [i16 2, i16 6, i16 4, i16 8, i16 10, " \
-           "i16 14, i16 12, i16 16, i16 18, i16 22, i16 20, i16 24, i16 0, i16 0, i16 0, i16 0], align 4" in text
-    # per output: 2 * (bias + 128 * sum(w)), the one multiplier, K = 2^2 - 5 * 2^3, rs 3
-    assert "[12 x i32] [i32 2580, i32 1073741824, i32 -36, i32 3, i32 6696, i32 1073741824, i32 -36, i32 3, " \
-           "i32 10812, i32 1073741824, i32 -36, i32 3]" in text
+                    "i32 1, i32 1, i32 -128, i32 1, i32 2, i32 -5, i32 -128, i32 127)")
+    # packed: per tap of each word (channel 1's + 128, channel 0's), taps 0/2 then 1/3; channel 2 with
+    # a zero partner (0 + 128)
+    assert "@libjit.conv.0.w = internal unnamed_addr constant [16 x i8] [i8 -123, i8 1, i8 -121, i8 3, i8 -122, " \
+           "i8 2, i8 -120, i8 4, i8 -128, i8 9, i8 -128, i8 11, i8 -128, i8 10, i8 -128, i8 12], align 4" in text
+    # per output: bias + 128 * sum(w) (the kernel doubles the sum: int8 cannot hold 2w), the one
+    # multiplier, K = 2^2 - 5 * 2^3, rs 3
+    assert "[12 x i32] [i32 1290, i32 1073741824, i32 -36, i32 3, i32 3348, i32 1073741824, i32 -36, i32 3, " \
+           "i32 5406, i32 1073741824, i32 -36, i32 3]" in text
     assert "@libjit.conv.cols = internal global [8 x i8] zeroinitializer, align 4" in text  # one group of one pixel
     assert [n.kernel for n in notes] == ["libjit_conv_s8"]
 
@@ -54,9 +57,9 @@ def test_a_channel_no_input_changes_is_written_from_the_constant_row():
     assert "@libjit.conv.0.index = internal unnamed_addr constant [2 x i16] [i16 0, i16 1], align 4" in text
     assert "@libjit.conv.0.fill = internal unnamed_addr constant [3 x i8] [i8 0, i8 0, i8 127], align 4" in text
     # panels and records of the two computed channels only (one pixel: a step of four, two of them zeros)
-    assert "@libjit.conv.0.w = internal unnamed_addr constant [16 x i16] [i16 2, i16 6, i16 4, i16 8, i16 10, " \
-           "i16 14, i16 12, i16 16, i16 0, i16 0, i16 0, i16 0, i16 0, i16 0, i16 0, i16 0], align 4" in text
-    assert "[8 x i32] [i32 2580, i32 1073741824, i32 -36, i32 3, i32 6696, i32 1073741824, i32 -36, i32 3]" in text
+    assert "@libjit.conv.0.w = internal unnamed_addr constant [16 x i8] [i8 -123, i8 1, i8 -121, i8 3, i8 -122, " \
+           "i8 2, i8 -120, i8 4, i8 0, i8 0, i8 0, i8 0, i8 0, i8 0, i8 0, i8 0], align 4" in text
+    assert "[8 x i32] [i32 1290, i32 1073741824, i32 -36, i32 3, i32 3348, i32 1073741824, i32 -36, i32 3]" in text
     assert "1 of 3 output channels the same value for every input" in notes[0].log_line()
 
 

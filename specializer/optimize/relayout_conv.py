@@ -10,14 +10,14 @@ panels) --, with:
 * the weights as int16 pairs in the order SXTB16 widens the input (taps 0/2, then 1/3 of each
   group of four), two output channels interleaved: the kernel never widens a weight (a new
   constant global, twice the int8 weight's bytes); for one output pixel (a dense layer at batch 1)
-  four output channels, two pairs' panels a group of each in turn (_quads);
+  four output channels, two pairs' panels a group of each in turn (_quads), int16 or int8;
 * per-channel records (int8_layout.py): the input offset folded into the bias, the
   requantization in the fast form where requant_proof shows it equal, else CMSIS-NN's;
 * the output channels whose value is the same for every input (int8_layout.constant_channels)
   left out of the panels and records: the kernel writes their values into each output pixel
   from a constant row and computes the others, stored through an index array;
 * one scratch shared by every such call of the module: three pixels' taps (two for a layer of
-  fewer pixels, one for one pixel with int16 panels) widened to int16 (6 x k bytes), after, for
+  two pixels, one for one pixel) widened to int16 (6 x k bytes), after, for
   any filter but 1x1 without padding, their gathered int8 windows (3 x k bytes, the input zero
   point in the padding): Shape.cols_bytes.
 
@@ -56,6 +56,7 @@ class Conv:
     cols_bytes: int = 0
     fast: bool = False
     narrow: bool = False
+    packed: bool = False
     constant: tuple[int, int] = (0, 0)  # output channels constant for every input, of all
 
     def log_line(self) -> str:
@@ -64,7 +65,8 @@ class Conv:
             if self.constant[0]:
                 cols += (f", {self.constant[0]} of {self.constant[1]} output channels the same value for every "
                          "input (written, not computed)")
-            panels = ("int8 panels (widened in the loop)" if self.narrow else "weights widened to int16 SMLAD pairs")
+            panels = ("int8 panels (packed: two channels' sums from one word)" if self.packed else
+                      "int8 panels (widened in the loop)" if self.narrow else "weights widened to int16 SMLAD pairs")
             return (f"int8 conv {quote(self.scope)}: constant weights, calls {quote(self.kernel)} ({panels} "
                     f"{self.weight_bytes[0]} -> {self.weight_bytes[1]} bytes, input offset "
                     f"folded into the bias{cols}, requantization "
@@ -98,17 +100,17 @@ class Shape:
         """1x1 without padding: the kernel reads each pixel's taps where they are."""
         return self.kh == 1 and self.kw == 1 and self.pad_top == 0 and self.pad_left == 0
 
-    def cols_bytes(self, narrow: bool) -> int:
+    def cols_bytes(self) -> int:
         """The kernel's scratch: the gathered int8 windows (unless direct), then their taps
-        widened to int16; of three pixels where there are three or more, of the one pixel with
-        int16 panels (four channels a step), else of two (libkernels/conv_s8.c)."""
-        n = 3 if self.k >= 4 and self.out_h * self.out_w >= 3 else 1 if self.single and not narrow else 2
+        widened to int16; of three pixels where there are three or more, of the one pixel (four
+        channels a step), else of two (libkernels/conv_s8.c)."""
+        n = 3 if self.k >= 4 and self.out_h * self.out_w >= 3 else 1 if self.single else 2
         return (0 if self.direct else (n * self.k + 3) // 4 * 4) + 8 * n * (self.k // 4)
 
     @property
     def single(self) -> bool:
-        """One output pixel (a dense layer at batch 1): with int16 panels the kernel takes four
-        output channels a step."""
+        """One output pixel (a dense layer at batch 1): the kernel takes four output channels a
+        step."""
         return self.out_h * self.out_w == 1
 
 
@@ -120,9 +122,10 @@ class Args(int8_layout.KernelArgs):
     live: int  # output channels computed: all, or those not in `fill`
     index: np.ndarray | None  # int16: each computed channel's place in the output (None: in order)
     fill: np.ndarray | None  # int8 [out_c]: the constant channels' values (the others 0), or None
+    packed: bool = False  # one pixel's int8 panels in the packed form (_packed)
 
     def cols_bytes(self) -> int:
-        return self.shape.cols_bytes(self.narrow)
+        return self.shape.cols_bytes()
 
     def pointer_arrays(self) -> list[tuple[str, np.ndarray | None]]:
         """The array arguments after the scratch, in the kernel's order (None: a null pointer)."""
@@ -132,7 +135,7 @@ class Args(int8_layout.KernelArgs):
         """The i32 arguments after the seven pointers, in the kernel's order."""
         s = self.shape
         return [s.in_h, s.in_w, s.in_c, s.out_c, self.live, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_top, s.pad_left,
-                s.dil_h, s.dil_w, s.out_h, s.out_w, self.pad_value, self.fast_mode(), int(self.narrow), self.out_offset,
+                s.dil_h, s.dil_w, s.out_h, s.out_w, self.pad_value, self.fast_mode(), 2 if self.packed else int(self.narrow), self.out_offset,
                 *self.act]
 
 
@@ -154,9 +157,12 @@ def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shi
         panels = _narrow_panels(taps)
     else:
         panels = _panels(taps * (2 if fast else 1))
-    if shape.single and not narrow:
+    packed = narrow and shape.single and _packable(taps)
+    if packed:
+        panels = _packed(panels, shape.k)
+    if shape.single:
         panels = _quads(panels, len(taps), shape.k)
-    return Args(panels, rq, fast, -in_off, out_off, act, shape, narrow, len(live), index, fill)
+    return Args(panels, rq, fast, -in_off, out_off, act, shape, narrow, len(live), index, fill, packed)
 
 
 @dataclass(frozen=True)
@@ -169,6 +175,11 @@ class Layer:
     out_off: int
     act: tuple[int, int]
     int4: bool = False  # an s4 call's: its weights were packed two a byte
+
+    def packs(self) -> bool:
+        """One pixel whose int8 panels take the packed form: as fast as int16 panels, so it
+        never takes the flash they would."""
+        return self.shape.single and _packable(np.asarray(self.constants.weights, np.int64).reshape(self.shape.out_c, -1))
 
     def arguments(self, narrow: bool) -> Args:
         k = self.constants
@@ -204,6 +215,32 @@ def _narrow_panels(taps: np.ndarray) -> np.ndarray:
     tail = taps[:, 4 * groups:].reshape(pairs, 2, k - 4 * groups).transpose(0, 2, 1).reshape(pairs, -1)
     pad = np.zeros((pairs, -(2 * (k - 4 * groups)) % 4), np.int64)
     return np.concatenate([main, tail, pad], axis=1).reshape(-1).astype(np.int8)
+
+
+PACKED_BOUND = (1 << 23) - 1  # the largest |sum| the packed form recovers from its high bytes
+
+
+def _packable(taps: np.ndarray) -> bool:
+    """Whether every channel's sum over the groups' taps stays within PACKED_BOUND for any int8
+    input (what the packed form needs to recover it exactly, _packed)."""
+    groups = taps.shape[1] // 4
+    return groups > 0 and len(taps) > 0 and bool((128 * np.abs(taps[:, :4 * groups]).sum(axis=1) <= PACKED_BOUND).all())
+
+
+def _packed(panels: np.ndarray, k: int) -> np.ndarray:
+    """_narrow_panels -> the packed form for one pixel: in each group's words the pair's two
+    channels swap within each half and the second's bytes are offset by 128, so a word read as
+    two int16 is (256 w(o) + w(o+1) + 128) per tap. SMLAD with the input pair sums 256 S(o) +
+    S(o+1) + 128 X, and with the word ANDed with 0x00ff00ff S(o+1) + 128 X: the kernel recovers
+    both sums with one AND a word where widening it took two SXTB16 (X, the sum of the input's
+    taps, is computed once a call). The last k % 4 taps stay as they were."""
+    groups = k // 4
+    per_pair = panels.astype(np.int64).reshape(-1, 8 * groups + (2 * (k % 4) + 3) // 4 * 4)
+    # [pair][group][word: taps 0/2, 1/3][tap of the word][channel o, o+1] -> channels swapped
+    main = per_pair[:, :8 * groups].reshape(-1, groups, 2, 2, 2)[..., ::-1].copy()
+    main[..., 0] += 128  # o+1's, as an unsigned byte
+    main = main.reshape(len(per_pair), -1).astype(np.uint8).view(np.int8)
+    return np.concatenate([main, per_pair[:, 8 * groups:].astype(np.int8)], axis=1).reshape(-1)
 
 
 def _quads(panels: np.ndarray, out_c: int, k: int) -> np.ndarray:
@@ -326,7 +363,8 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN,
         found.append((len(notes), layer))
         calls.append((len(notes), call, scope))
         notes.append(None)
-    narrow = _narrowed([f for f in found if not f[1].int4], widen)
+    packs = {i for i, layer in found if layer.packs()}
+    narrow = _narrowed([f for f in found if not f[1].int4 and f[0] not in packs], widen) | packs
     four = [f for f in found if f[1].int4]
     unpacked = _unpacked(four, unpack4)
     narrow |= unpacked  # int8 panels: the int4 weights' flash at most doubled
@@ -355,7 +393,7 @@ def convs(text: str, skipped, widen: float = DEFAULT_WIDEN,
         lines[call.line] = line[:call.start] + f"call i32 {quote(KERNEL)}({', '.join(kargs)})" + line[call.end:]
         packed = (s.out_c * s.k + 1) // 2 if layer.int4 else s.out_c * s.k
         notes[i] = Conv(scope, call.callee, KERNEL, weight_bytes=(packed, got.weights.nbytes),
-                        cols_bytes=got.cols_bytes(), fast=got.fast, narrow=got.narrow,
+                        cols_bytes=got.cols_bytes(), fast=got.fast, narrow=got.narrow, packed=got.packed,
                         constant=(s.out_c - got.live, s.out_c))
     if not any(n.kernel for n in notes):
         return text, tuple(notes)
