@@ -21,6 +21,11 @@
  * o+1's, then the same of taps 1/3; the tail as before; each pair's panel padded to whole words.
  * For one pixel, panels of four output channels (a missing one zeros), int16 or int8: two pairs'
  * panels taken a group of each in turn, then the first pair's tail, then the second's.
+ * Packed (narrow == PACKED, one pixel or three): int8 panels whose group words hold per tap
+ * (w[o+1] + 128, w[o]) as bytes, so the word read as two int16 is 256 w[o] + w[o+1] + 128: one
+ * SMLAD with it and one with it ANDed with 0x00ff00ff, and o's sum is the difference shifted
+ * right by 8, o+1's the second less 128 times the pixel's sum of taps (relayout_conv._packed;
+ * exact where the compiler proved |o's sum| < 2^23). One AND a weight word instead of two SXTB16.
  */
 #include <string.h>
 
@@ -36,7 +41,15 @@
 
 #include "requant_s8.h"
 
-enum { PACKED = 2 }; /* `narrow`: one pixel's int8 panels in the packed form (see quads) */
+enum { PACKED = 2 }; /* `narrow`: int8 panels in the packed form (see the top) */
+
+/* The widened columns' address through a volatile copy: opaque to the optimizer, so what was
+   stored there is loaded again, not kept in registers from the stores (see triples). */
+static inline const uint32_t *opaque_cols(const uint32_t *wide)
+{
+  const uint32_t *volatile opaque = wide;
+  return opaque;
+}
 
 static inline uint32_t word(const void *p)
 {
@@ -168,19 +181,36 @@ static inline void triples(int8_t *out, const int8_t *in, const void *w, const i
         }
       }
     }
+    /* the packed form's offsets per pixel, as for one pixel but from the words just stored (LLVM
+       keeps some in registers: ResNet-8 0.8% faster than reading them back through opaque_cols,
+       its frame 64 bytes larger; no 64-group layer to spill here) */
+    uint32_t x128[3] = {0, 0, 0};
+    if (narrow == PACKED) {
+      for (int32_t g = 0; g < groups; g++) {
+        for (int32_t i = 0; i < 3; i++) {
+          x128[i] = (uint32_t)__builtin_arm_smlad((int)wide[6 * g + 2 * i], 0x00800080, (int)x128[i]);
+          x128[i] = (uint32_t)__builtin_arm_smlad((int)wide[6 * g + 2 * i + 1], 0x00800080, (int)x128[i]);
+        }
+      }
+    }
     int8_t *o0 = out + at[0] * out_c, *o1 = out + at[1] * out_c, *o2 = out + at[2] * out_c;
     const int16_t *wp = (const int16_t *)w;
     const int8_t *wn = (const int8_t *)w;
     for (int32_t o = 0; o < live_c; o += 2) {
       const int32_t j = o + 1 < live_c ? o + 1 : o;
       const int32_t *r0 = rq + 4 * o, *r1 = rq + 4 * j;
-      uint32_t a00 = (uint32_t)r0[0], a01 = (uint32_t)r1[0], a10 = a00, a11 = a01, a20 = a00, a21 = a01;
+      /* the packed form: every sum from o+1's bias (o's taken after the loop) */
+      uint32_t a00 = narrow == PACKED ? (uint32_t)r1[0] : (uint32_t)r0[0], a01 = (uint32_t)r1[0];
+      uint32_t a10 = a00, a11 = a01, a20 = a00, a21 = a01;
       const uint32_t *xw = opaque_wide;
       for (int32_t g = 0; g < groups; g++) {
         for (int32_t h = 0; h < 2; h++) { /* taps 0/2, then 1/3: five loads in a row, six SMLAD */
           const uint32_t u = xw[h], v = xw[2 + h], t = xw[4 + h];
           uint32_t wa, wc;
-          if (narrow) { /* the half's word: (o, o+1) taps 0 then 2, or 1 then 3 */
+          if (narrow == PACKED) { /* the half's word, as is for o's high bytes, ANDed for o+1's sum */
+            wa = word(wn + 4 * h);
+            wc = wa & 0x00ff00ffu;
+          } else if (narrow) { /* the half's word: (o, o+1) taps 0 then 2, or 1 then 3 */
             const uint32_t m = word(wn + 4 * h);
             wa = (uint32_t)__builtin_arm_sxtb16((int)m);
             wc = (uint32_t)__builtin_arm_sxtb16((int)((m >> 8) | (m << 24)));
@@ -198,6 +228,14 @@ static inline void triples(int8_t *out, const int8_t *in, const void *w, const i
         xw += 6;
         wp += 8;
         wn += 8;
+      }
+      if (narrow == PACKED) { /* o's sum from the high bytes, then its bias; o+1's less the offset */
+        a00 = (uint32_t)r0[0] + (uint32_t)((int32_t)(a00 - a01) >> 8);
+        a10 = (uint32_t)r0[0] + (uint32_t)((int32_t)(a10 - a11) >> 8);
+        a20 = (uint32_t)r0[0] + (uint32_t)((int32_t)(a20 - a21) >> 8);
+        a01 -= x128[0];
+        a11 -= x128[1];
+        a21 -= x128[2];
       }
       for (int32_t t = 0; t < tail; t++) {
         const int32_t wo0 = narrow ? wn[0] : wp[0], wo1 = narrow ? wn[1] : wp[1];
@@ -349,13 +387,21 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
              pad_value);
       x = cols;
     }
-    uint32_t x128 = 0; /* 128 times the sum of the groups' taps: the packed form's offset */
     for (int32_t g = 0; g < groups; g++) {
       const uint32_t u = word(x + 4 * g);
       wide[2 * g] = (uint32_t)__builtin_arm_sxtb16((int)u);
       wide[2 * g + 1] = (uint32_t)__builtin_arm_sxtb16((int)((u >> 8) | (u << 24)));
-      x128 = (uint32_t)__builtin_arm_smlad((int)wide[2 * g], 0x00800080, (int)x128);
-      x128 = (uint32_t)__builtin_arm_smlad((int)wide[2 * g + 1], 0x00800080, (int)x128);
+    }
+    /* 128 times the sum of the groups' taps: the packed form's offset, read back through an opaque
+       pointer four words a pass (summed as they were widened, every widened word was kept live,
+       and 64 groups of VWW's last layer spilled into a 520-byte frame) */
+    uint32_t x128 = 0;
+    if (narrow == PACKED) {
+      const uint32_t *xs = opaque_cols(wide);
+#pragma clang loop unroll_count(4)
+      for (int32_t g = 0; g < 2 * groups; g++) {
+        x128 = (uint32_t)__builtin_arm_smlad((int)xs[g], 0x00800080, (int)x128);
+      }
     }
     quads(out, wide, x + 4 * groups, w, rq, index, live_c, groups, tail, narrow, x128, fast, out_offset, act_min,
           act_max);

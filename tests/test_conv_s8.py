@@ -82,29 +82,33 @@ def test_conv_s8_matches_cmsis_nn_on_cortex_m4(tmp_path, narrow):
         assert np.array_equal(got[i], ref_conv(c).ravel().astype(np.int64)), i
 
 
-def test_one_pixel_packed_form_exact_at_its_bound(tmp_path):
-    """One pixel, int8 panels: a layer whose largest sum over the groups' taps is the packed
-    form's bound (128 x 65535 for an input of -128s) takes it, one a unit past it widens its
-    weights with SXTB16; both bit-exact with CMSIS-NN's convolution, the outputs not clamped."""
+def test_packed_form_exact_at_its_bound(tmp_path):
+    """int8 panels, one pixel (quads) and three (triples): a layer whose largest sum over the
+    groups' taps is the packed form's bound (128 x 65535 for an input of -128s) takes it, one a
+    unit past it widens its weights with SXTB16; all bit-exact with CMSIS-NN's convolution, the
+    extreme outputs not clamped."""
     rng = np.random.default_rng(21)
     cs = []
-    for past in (False, True):
-        c = conv_case(rng, 1, 1, 1, 514, 5, 1, 1)  # 128 groups, two taps left, a quad and one channel
-        c["inp"][..., :512] = -128
-        c["filt"][0, ..., :512] = -128
-        c["filt"][0, 0, 0, 0] = -128 if past else -127
-        c["filt"][2, ..., :512] = 127
-        c["in_off"], c["out_off"], c["mult"][:], c["shift"][:] = 7, 0, 1 << 30, -17
-        c["bias"][:] = 0
-        cs.append(c)
+    for width in (1, 3):
+        for past in (False, True):
+            c = conv_case(rng, 1, 1, width, 514, 5, 1, 1)  # 128 groups, two taps left, a quad and one channel
+            c["inp"][..., :512] = -128
+            c["filt"][0, ..., :512] = -128
+            c["filt"][0, 0, 0, 0] = -128 if past else -127
+            c["filt"][2, ..., :512] = 127
+            c["in_off"], c["out_off"], c["mult"][:], c["shift"][:] = 7, 0, 1 << 30, -17
+            c["bias"][:] = 0
+            cs.append(c)
     args = [layout(c, narrow=True) for c in cs]
-    assert [a.packed for a in args] == [True, False]
-    got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{args[0].cols_bytes()}] __attribute__((aligned(4)));\n",
+    assert [a.packed for a in args] == [True, False, True, False]
+    assert [a.shape.single for a in args] == [True, True, False, False]
+    cols = max(a.cols_bytes() for a in args)
+    got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{cols}] __attribute__((aligned(4)));\n",
                      [(c["inp"], a, ref_conv(c).size, "cols") for c, a in zip(cs, args)])
     for i, c in enumerate(cs):
-        want = ref_conv(c).ravel().astype(np.int64)
-        assert np.array_equal(got[i], want), i
-        assert -128 < want[0] < 127 and -128 < want[2] < 127, want  # the extreme sums, not the clamp
+        want = ref_conv(c).reshape(-1, 5).astype(np.int64)
+        assert np.array_equal(got[i], want.ravel()), i
+        assert (np.abs(want[:, [0, 2]]) < 127).all(), want  # the extreme sums, not the clamp
 
 
 @pytest.mark.parametrize("narrow", [False, True], ids=["int16-panels", "int8-panels"])

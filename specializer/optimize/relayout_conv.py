@@ -122,7 +122,7 @@ class Args(int8_layout.KernelArgs):
     live: int  # output channels computed: all, or those not in `fill`
     index: np.ndarray | None  # int16: each computed channel's place in the output (None: in order)
     fill: np.ndarray | None  # int8 [out_c]: the constant channels' values (the others 0), or None
-    packed: bool = False  # one pixel's int8 panels in the packed form (_packed)
+    packed: bool = False  # int8 panels in the packed form (_packed)
 
     def cols_bytes(self) -> int:
         return self.shape.cols_bytes()
@@ -135,8 +135,8 @@ class Args(int8_layout.KernelArgs):
         """The i32 arguments after the seven pointers, in the kernel's order."""
         s = self.shape
         return [s.in_h, s.in_w, s.in_c, s.out_c, self.live, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_top, s.pad_left,
-                s.dil_h, s.dil_w, s.out_h, s.out_w, self.pad_value, self.fast_mode(), 2 if self.packed else int(self.narrow), self.out_offset,
-                *self.act]
+                s.dil_h, s.dil_w, s.out_h, s.out_w, self.pad_value, self.fast_mode(),
+                2 if self.packed else int(self.narrow), self.out_offset, *self.act]
 
 
 def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shift: list[int], in_off: int,
@@ -157,7 +157,7 @@ def arguments(shape: Shape, w: np.ndarray, bias: list[int], mult: list[int], shi
         panels = _narrow_panels(taps)
     else:
         panels = _panels(taps * (2 if fast else 1))
-    packed = narrow and shape.single and _packable(taps)
+    packed = narrow and shape.out_h * shape.out_w != 2 and _packable(taps)  # quads and triples
     if packed:
         panels = _packed(panels, shape.k)
     if shape.single:
@@ -179,7 +179,8 @@ class Layer:
     def packs(self) -> bool:
         """One pixel whose int8 panels take the packed form: as fast as int16 panels, so it
         never takes the flash they would."""
-        return self.shape.single and _packable(np.asarray(self.constants.weights, np.int64).reshape(self.shape.out_c, -1))
+        taps = np.asarray(self.constants.weights, np.int64).reshape(self.shape.out_c, -1)
+        return self.shape.single and _packable(taps)
 
     def arguments(self, narrow: bool) -> Args:
         k = self.constants
@@ -228,12 +229,12 @@ def _packable(taps: np.ndarray) -> bool:
 
 
 def _packed(panels: np.ndarray, k: int) -> np.ndarray:
-    """_narrow_panels -> the packed form for one pixel: in each group's words the pair's two
-    channels swap within each half and the second's bytes are offset by 128, so a word read as
-    two int16 is (256 w(o) + w(o+1) + 128) per tap. SMLAD with the input pair sums 256 S(o) +
-    S(o+1) + 128 X, and with the word ANDed with 0x00ff00ff S(o+1) + 128 X: the kernel recovers
-    both sums with one AND a word where widening it took two SXTB16 (X, the sum of the input's
-    taps, is computed once a call). The last k % 4 taps stay as they were."""
+    """_narrow_panels -> the packed form (one pixel or three at a time): in each group's words
+    the pair's two channels swap within each half and the second's bytes are offset by 128, so a
+    word read as two int16 is (256 w(o) + w(o+1) + 128) per tap. SMLAD with the input pair sums
+    256 S(o) + S(o+1) + 128 X, and with the word ANDed with 0x00ff00ff S(o+1) + 128 X: the kernel
+    recovers both sums with one AND a word where widening it took two SXTB16 (X, the sum of the
+    input's taps, is computed once a pixel). The last k % 4 taps stay as they were."""
     groups = k // 4
     per_pair = panels.astype(np.int64).reshape(-1, 8 * groups + (2 * (k % 4) + 3) // 4 * 4)
     # [pair][group][word: taps 0/2, 1/3][tap of the word][channel o, o+1] -> channels swapped
