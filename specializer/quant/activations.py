@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from specializer.quant import calls
+from specializer.quant import calls, int_eval
 from specializer.quant.fixedpoint import (I32_MAX, divide_by_power_of_two, doubling_high_mult, mult_by_power_of_two,
                                           quantize_multiplier, requantize)
 from specializer.quant.params import _Block
@@ -283,8 +283,13 @@ def _lookup(x, p, values):
 
 @functools.lru_cache(maxsize=None)
 def _table(values, p) -> np.ndarray:
-    with jax.ensure_compile_time_eval():
-        return np.asarray(values(jnp.arange(-128, 128, dtype=jnp.int32).astype(jnp.int8), p), np.int8)
+    x = np.arange(-128, 128, dtype=np.int32).astype(np.int8)
+    try:  # traced once, run by NumPy (int_eval: JAX compiled each operation on its own)
+        (table,) = int_eval.run(jax.make_jaxpr(lambda v: values(v, p))(x), x)
+    except int_eval.Unsupported:
+        with jax.ensure_compile_time_eval():
+            table = values(jnp.asarray(x), p)
+    return np.asarray(table, np.int8)
 
 
 def logistic(x, p: LogisticParams):
