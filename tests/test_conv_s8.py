@@ -20,7 +20,7 @@ def cases():
     out = [conv_case(rng, 1, 5, 5, 16, 8, 1, 1),  # 1x1 in place, an odd number of pixels
            conv_case(rng, 1, 7, 6, 12, 6, 1, 1, stride=(2, 2)),  # ResNet's strided shortcut
            conv_case(rng, 1, 3, 4, 6, 5, 1, 1),  # k % 4 == 2 taps left, an odd number of channels
-           conv_case(rng, 1, 2, 4, 8, 6, 1, 1),  # 8 pixels: two triples, then a pair
+           conv_case(rng, 1, 2, 4, 8, 6, 1, 1),  # 8 pixels: three triples, the last two pixels again
            conv_case(rng, 1, 6, 7, 5, 6, 3, 3, pad=(1, 1)),
            conv_case(rng, 1, 12, 6, 1, 8, 10, 4, stride=(2, 2), pad=(4, 1)),  # KWS's first conv
            conv_case(rng, 1, 1, 1, 19, 7, 1, 1),  # one pixel (a dense layer at batch 1), k % 4 == 3
@@ -109,6 +109,25 @@ def test_packed_form_exact_at_its_bound(tmp_path):
         want = ref_conv(c).reshape(-1, 5).astype(np.int64)
         assert np.array_equal(got[i], want.ravel()), i
         assert (np.abs(want[:, [0, 2]]) < 127).all(), want  # the extreme sums, not the clamp
+
+
+@pytest.mark.parametrize("narrow", [False, True], ids=["int16-panels", "int8-panels"])
+def test_two_pixels_and_taps_fewer_than_a_group_take_the_pair_step(tmp_path, narrow):
+    """The two-pixel step (never the packed form): a layer of two pixels, 1x1 and a gathered 3x3
+    window with a tail, and one of three taps a pixel (no group of four) over nine pixels."""
+    rng = np.random.default_rng(13)
+    cs = [conv_case(rng, 1, 1, 2, 8, 5, 1, 1), conv_case(rng, 1, 2, 1, 3, 4, 3, 3, pad=(1, 1)),
+          conv_case(rng, 1, 3, 3, 3, 4, 1, 1)]
+    args = [layout(c, narrow) for c in cs]
+    assert not any(a.packed for a in args)
+    assert [a.shape.out_h * a.shape.out_w for a in args] == [2, 2, 9] and args[2].shape.k < 4
+    cols = max(a.cols_bytes() for a in args)
+    got = run_kernel(tmp_path, "libjit_conv_s8", f"static int8_t cols[{max(cols, 4)}] __attribute__((aligned(4)));\n",
+                     [(c["inp"], a, ref_conv(c).size, "cols" if a.cols_bytes() else "0") for c, a in zip(cs, args)])
+    for i, c in enumerate(cs):
+        want = ref_conv(c).ravel().astype(np.int64)
+        assert np.array_equal(got[i], want), i
+        assert len(np.unique(want)) > 4, i
 
 
 @pytest.mark.parametrize("narrow", [False, True], ids=["int16-panels", "int8-panels"])

@@ -310,8 +310,9 @@ def _read_fc(g: int8_layout.Globals, args: list[str], int4: bool) -> Layer | str
 def _narrowed(found: list[tuple[int, Layer]], widen: float, floor: int = WIDEN_ALWAYS) -> set[int]:
     """Which calls get int8 panels: int16 panels double a layer's weight bytes, so they go to the
     layers that reuse each weight most (most output pixels) while their int8 bytes stay within
-    `widen` times those of all the calls, or `floor` bytes (widen > 0); the rest keep their
-    weights' own bytes. (int8 panels also unroll into more code: a small model's flash is code.)"""
+    `widen` times those of all the calls in `found`, or `floor` bytes (widen > 0); the rest keep
+    their weights' own bytes. (int8 panels also unroll into more code: a small model's flash is
+    code.)"""
     total = sum(a.shape.out_c * a.shape.k for _, a in found)
     allowed = max(widen * total, floor) if widen > 0 else 0
     order = sorted(found, key=lambda f: (-f[1].shape.out_h * f[1].shape.out_w, f[0]))
@@ -345,9 +346,11 @@ def _unpacked(found: list[tuple[int, Layer]], unpack4: float) -> set[int]:
 def convs(text: str, skipped, widen: float = DEFAULT_WIDEN,
           unpack4: float = DEFAULT_UNPACK4) -> tuple[str, tuple[Conv, ...]]:
     """The rule (module docstring) on every conv call of `text` that `skipped(line)` does not name;
-    int16 panels for at most `widen` times the weight bytes of the s8 calls it takes (_narrowed); an
-    s4 call's weights unpacked into int8 panels for at most `unpack4` times the s4 calls' packed
-    bytes (_unpacked), the others left on their s4 function."""
+    int16 panels for at most `widen` times the weight bytes of the s8 calls it takes (_narrowed),
+    a one-pixel layer in the packed form aside (int8 panels whatever the budget, its bytes not in
+    the budget's total: int16 would not be faster); an s4 call's weights unpacked into int8 panels
+    for at most `unpack4` times the s4 calls' packed bytes (_unpacked), the others left on their
+    s4 function."""
     lines = text.split("\n")
     g = int8_layout.Globals(lines)
     notes: list[Conv | None] = []

@@ -286,7 +286,7 @@ def _table(values, p) -> np.ndarray:
     x = np.arange(-128, 128, dtype=np.int32).astype(np.int8)
     try:  # traced once, run by NumPy (int_eval: JAX compiled each operation on its own)
         (table,) = int_eval.run(jax.make_jaxpr(lambda v: values(v, p))(x), x)
-    except int_eval.Unsupported:
+    except (int_eval.Unsupported, jax.errors.JAXTypeError):  # or not traceable: Python control flow on x
         with jax.ensure_compile_time_eval():
             table = values(jnp.asarray(x), p)
     return np.asarray(table, np.int8)

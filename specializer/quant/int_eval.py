@@ -9,7 +9,10 @@ the caller evaluates with JAX instead.
 
 Semantics kept equal to XLA's: integer add, sub, mul and neg wrap; shifts by a count outside
 [0, bits) give 0 (left, logical right) or the sign (arithmetic right); division truncates
-toward zero; conversions between integer types wrap; bitcasts reinterpret the bits.
+toward zero (by zero: -1, the remainder the dividend); conversions between integer types wrap;
+bitcasts reinterpret the bits. Only bool and integers of up to 32 bits: an operation on any
+other type (floats, whose rounding and conversions are XLA's own) raises Unsupported, as does a
+result whose type or shape is not the one the jaxpr states.
 """
 
 from __future__ import annotations
@@ -28,19 +31,28 @@ def _shift(x, s, op):
     count = np.where(inside, s, 0).astype(x.dtype)
     if op == "left":
         return np.where(inside, np.left_shift(x, count), 0).astype(x.dtype)
-    if op == "arithmetic":
-        return np.where(inside, np.right_shift(x, count), np.where(x < 0, -1, 0)).astype(x.dtype)
+    if op == "arithmetic":  # of the bits as signed, whatever the type
+        v = x.view(np.dtype(f"i{x.dtype.itemsize}"))
+        return np.where(inside, np.right_shift(v, count.astype(v.dtype)), np.where(v < 0, -1, 0)).astype(
+            v.dtype).view(x.dtype)
     u = x.view(np.dtype(f"u{x.dtype.itemsize}"))
     return np.where(inside, np.right_shift(u, count.astype(u.dtype)), 0).astype(u.dtype).view(x.dtype)
 
 
 def _div(a, b):
-    q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
-    return np.where((a < 0) != (b < 0), -q, q).astype(a.dtype)
+    """Truncating division; by zero XLA gives -1 (all ones for an unsigned type)."""
+    zero = b == 0
+    d = np.where(zero, 1, b).astype(np.int64)
+    q = np.abs(a.astype(np.int64)) // np.abs(d)
+    q = np.where((a < 0) != (d < 0), -q, q)
+    return np.where(zero, -1, q).astype(a.dtype)
 
 
 def _rem(a, b):
-    return (a.astype(np.int64) - _div(a, b).astype(np.int64) * b.astype(np.int64)).astype(a.dtype)
+    """The remainder of _div, the sign of a; by zero XLA gives a."""
+    zero = b == 0
+    r = a.astype(np.int64) - _div(a, np.where(zero, 1, b).astype(b.dtype)).astype(np.int64) * b.astype(np.int64)
+    return np.where(zero, a, r).astype(a.dtype)
 
 
 def _broadcast(x, shape, dims):
@@ -93,6 +105,12 @@ def _apply(prim: str, params: dict, args: list):
     raise Unsupported(prim)
 
 
+def _integer(dtype) -> bool:
+    """bool or an integer type of at most 32 bits: what the semantics above are written for."""
+    dtype = np.dtype(dtype)
+    return dtype == np.bool_ or (dtype.kind in "iu" and dtype.itemsize <= 4)
+
+
 def run(closed, *args) -> list:
     """The outputs of `closed` (a ClosedJaxpr) on NumPy arrays."""
     return _eval(closed.jaxpr, closed.consts, list(args))
@@ -109,14 +127,18 @@ def _eval(jaxpr, consts, args) -> list:
     for v, a in zip(jaxpr.invars, args):
         env[v] = np.asarray(a)
     for eqn in jaxpr.eqns:
-        ins = [read(v) for v in eqn.invars]
         name = eqn.primitive.name
+        if any(not _integer(v.aval.dtype) for v in (*eqn.invars, *eqn.outvars)):
+            raise Unsupported(f"{name} on {[str(v.aval) for v in eqn.invars]}")  # floats: XLA's own rules
+        ins = [read(v) for v in eqn.invars]
         if name in ("jit", "pjit"):
             inner = eqn.params["jaxpr"]
             outs = _eval(inner.jaxpr, inner.consts, ins)
         else:
             outs = [_apply(name, eqn.params, [np.asarray(i) for i in ins])]
         for v, o in zip(eqn.outvars, outs):
-            aval = v.aval
-            env[v] = np.asarray(o, dtype=aval.dtype).reshape(aval.shape)
+            o = np.asarray(o)
+            if o.dtype != v.aval.dtype or o.shape != tuple(v.aval.shape):
+                raise Unsupported(f"{name} gave {o.dtype}{list(o.shape)} for {v.aval}")
+            env[v] = o
     return [read(v) for v in jaxpr.outvars]
