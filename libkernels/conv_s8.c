@@ -275,10 +275,10 @@ static inline void triples(int8_t *out, const int8_t *in, const void *w, const i
  * output channels share the input's instead. `wide` holds the pixel's taps 0/2 and 1/3 per group
  * (two words a group), t its k % 4 last taps. Per group, with int16 panels: two input loads, then
  * per pair of the four four loads in a row and four SMLAD, about 1.25 est. cycles per MAC (a pair
- * at a time: 1.5). With int8 panels: the two input loads and the four channels' four words in one
- * run of six loads, then each word widened twice (SXTB16, rotated by 8 for the pair's second
- * channel) into eight SMLAD, about 1.45 (a pair at a time, as the two-pixel loop did: 1.9). A
- * last quad of fewer channels computes the last one again in the missing places; the four are
+ * at a time: 1.5). With packed int8 panels (see the top): per pair two weight loads, two AND and
+ * four SMLAD (the kernel row dense_int8: 1.49 est. cycles per MAC in all, as int16 panels); int8
+ * panels widened by SXTB16, where the packed form's bound fails, take two SXTB16 a word (about 2).
+ * A last quad of fewer channels computes the last one again in the missing places; the four are
  * stored last to first, so a channel's own value is stored last. */
 static inline void quads(int8_t *out, uint32_t *wide, const int8_t *t, const void *w, const int32_t *rq,
                          const int16_t *index, int32_t live_c, int32_t groups, int32_t tail, int32_t narrow,

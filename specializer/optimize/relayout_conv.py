@@ -11,6 +11,9 @@ panels) --, with:
   group of four), two output channels interleaved: the kernel never widens a weight (a new
   constant global, twice the int8 weight's bytes); for one output pixel (a dense layer at batch 1)
   four output channels, two pairs' panels a group of each in turn (_quads), int16 or int8;
+* int8 panels (a layer past the `widen` budget, or one pixel) in the packed form where the
+  compiler proves it exact for every input (_packable, _packed): two channels' sums from one
+  word with one AND (one pixel: as fast as int16 panels);
 * per-channel records (int8_layout.py): the input offset folded into the bias, the
   requantization in the fast form where requant_proof shows it equal, else CMSIS-NN's;
 * the output channels whose value is the same for every input (int8_layout.constant_channels)
@@ -226,7 +229,8 @@ def _packable(taps: np.ndarray) -> bool:
     """Whether every channel's sum over the groups' taps stays within PACKED_BOUND for any int8
     input (what the packed form needs to recover it exactly, _packed)."""
     groups = taps.shape[1] // 4
-    return groups > 0 and len(taps) > 0 and bool((128 * np.abs(taps[:, :4 * groups]).sum(axis=1) <= PACKED_BOUND).all())
+    sums = 128 * np.abs(taps[:, :4 * groups]).sum(axis=1)
+    return groups > 0 and len(taps) > 0 and bool((sums <= PACKED_BOUND).all())
 
 
 def _packed(panels: np.ndarray, k: int) -> np.ndarray:
