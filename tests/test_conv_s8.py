@@ -111,6 +111,27 @@ def test_packed_form_exact_at_its_bound(tmp_path):
         assert (np.abs(want[:, [0, 2]]) < 127).all(), want  # the extreme sums, not the clamp
 
 
+def test_one_pixel_packed_form_in_every_requantization(tmp_path):
+    """Packed quads (one pixel, int8 panels) with CMSIS-NN's requantization (a left shift: no fast
+    form), the fast form without its sign step (a fused ReLU), and constant channels (an index,
+    five computed: a quad, then one with a missing pair), each with a tail of two taps."""
+    rng = np.random.default_rng(17)
+    cs = [conv_case(rng, 1, 1, 1, 14, 7, 1, 1) for _ in range(3)]
+    cs[0]["shift"][1] = 2
+    cs[1]["act"] = (cs[1]["out_off"], 127)
+    cs[2]["shift"][0] = -31  # with channel 2, whose shift makes it constant too
+    args = [layout(c, narrow=True) for c in cs]
+    assert [a.packed for a in args] == [True] * 3 and [a.fast_mode() for a in args] == [0, 2, 1]
+    assert args[2].live == 5 and args[2].index is not None
+    scratch = f"static int8_t cols[{args[0].cols_bytes()}] __attribute__((aligned(4)));\n"
+    got = run_kernel(tmp_path, "libjit_conv_s8", scratch,
+                     [(c["inp"], a, ref_conv(c).size, "cols") for c, a in zip(cs, args)])
+    for i, c in enumerate(cs):
+        want = ref_conv(c).ravel().astype(np.int64)
+        assert np.array_equal(got[i], want), i
+        assert ((want > -128) & (want < 127)).sum() >= 4, (i, want)  # the arithmetic, not the clamp
+
+
 @pytest.mark.parametrize("narrow", [False, True], ids=["int16-panels", "int8-panels"])
 def test_two_pixels_and_taps_fewer_than_a_group_take_the_pair_step(tmp_path, narrow):
     """The two-pixel step (never the packed form): a layer of two pixels, 1x1 and a gathered 3x3
