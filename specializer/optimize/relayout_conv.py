@@ -205,6 +205,11 @@ def _panels(taps: np.ndarray) -> np.ndarray:
     return np.concatenate([main.reshape(pairs, -1), tail.reshape(pairs, -1)], axis=1).reshape(-1).astype(np.int16)
 
 
+def _pair_bytes(k: int) -> int:
+    """The bytes of one channel pair's int8 panel (_narrow_panels, _packed): 2 k, whole words."""
+    return 2 * k + -(2 * (k % 4)) % 4
+
+
 def _narrow_panels(taps: np.ndarray) -> np.ndarray:
     """[out_c][k] -> int8, per output-channel pair: per group of 4 taps (o t0, o+1 t0, o t2, o+1 t2),
     (o t1, o+1 t1, o t3, o+1 t3) (one word's SXTB16 is o's pair, rotated by 8 o+1's); then the k % 4
@@ -241,7 +246,7 @@ def _packed(panels: np.ndarray, k: int) -> np.ndarray:
     recovers both sums with one AND a word where widening it took two SXTB16 (X, the sum of the
     input's taps, is computed once a pixel). The last k % 4 taps stay as they were."""
     groups = k // 4
-    per_pair = panels.astype(np.int64).reshape(-1, 8 * groups + (2 * (k % 4) + 3) // 4 * 4)
+    per_pair = panels.astype(np.int64).reshape(-1, _pair_bytes(k))
     # [pair][group][word: taps 0/2, 1/3][tap of the word][channel o, o+1] -> channels swapped
     main = per_pair[:, :8 * groups].reshape(-1, groups, 2, 2, 2)[..., ::-1].copy()
     main[..., 0] += 128  # o+1's, as an unsigned byte
@@ -340,7 +345,7 @@ def _unpacked(found: list[tuple[int, Layer]], unpack4: float) -> set[int]:
     taken, used = set(), 0
     for i, a in order:
         k = a.shape.k
-        size = (a.shape.out_c + 1) // 2 * (2 * k + -(2 * (k % 4)) % 4)  # _narrow_panels' bytes
+        size = (a.shape.out_c + 1) // 2 * _pair_bytes(k)
         if used + size <= allowed:
             used += size
             taken.add(i)
