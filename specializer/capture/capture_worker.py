@@ -106,9 +106,16 @@ def main(argv: list[str]) -> None:
     lower = os.environ.get("SPECIALIZER_LOWER_INT8", "1") == "1"
     # the int8 blocks' reference run in the form XLA compiles fast, when a later trace gives the IR
     int8 = sys.modules.get("specializer.quant.blocks")
+    ptq = sys.modules.get("specializer.quant.ptq")
+    quantized = ptq is not None and isinstance(fn, ptq.QuantizedModel) and int8 is not None and lower
+    compiled, values = None, None
     with int8.values_only() if int8 is not None and lower else contextlib.nullcontext():
-        compiled = jitted.lower(*args).compile()
-    results = jax.tree.leaves(compiled(*args))
+        if quantized:  # every step's value from one program: the outputs, and the layers' table below
+            values = [np.asarray(v) for v in jax.jit(lambda *a: fn.values(*a), keep_unused=True)(*args)]
+            results = [values[i] for i in fn._out_index]
+        else:
+            compiled = jitted.lower(*args).compile()
+            results = jax.tree.leaves(compiled(*args))
     blocks = _int8_blocks()
     # a fresh callable below: JAX must trace again rather than reuse the first trace
     if blocks is not None and blocks[0]() and lower:
@@ -119,6 +126,8 @@ def main(argv: list[str]) -> None:
                                                       indent=1, sort_keys=True))
     elif int8 is not None and lower and int8.dot_used():  # no block lowered: the IR is XLA's code of them
         compiled = jax.jit(functools.partial(fn), keep_unused=True).lower(*args).compile()
+    if compiled is None:  # the model's own program, compiled last: the dump capture reads
+        compiled = jitted.lower(*args).compile()
     exe = compiled.runtime_executable()
     try:
         (out / "executable.bin").write_bytes(exe.client.serialize_executable(exe))
@@ -148,12 +157,11 @@ def main(argv: list[str]) -> None:
     if isinstance(float64, str):
         meta["float64"] = float64  # why there is no float64 run
     (out / "io.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-    ptq = sys.modules.get("specializer.quant.ptq")
     if ptq is not None and isinstance(fn, ptq.QuantizedModel):  # its blocks are the layers
         from specializer.capture import layers
 
         with _own_dump_aside(out), sys.modules["specializer.quant.blocks"].values_only():  # they compile too
-            found = layers.of_quantized(fn, inputs, weights, f"{path.name}:{name}")
+            found = layers.of_quantized(fn, inputs, weights, f"{path.name}:{name}", values)
         (out / layers.FILE_NAME).write_text(found.dumps())
 
 

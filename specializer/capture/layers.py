@@ -134,12 +134,14 @@ def of_tflite(model, arena: int | None) -> Layers:
     return Layers("tflite", str(Path(model.path).resolve()), tuple(out), arena)
 
 
-def of_quantized(model, inputs: dict, params: dict, source: str) -> Layers:
+def of_quantized(model, inputs: dict, params: dict, source: str, vals: list | None = None) -> Layers:
     """The int8 blocks of a quantize() model as layers, each with its SNR against the float
-    model on `inputs` (the model's int8 example inputs, dequantized for the float model)."""
+    model on `inputs` (the model's int8 example inputs, dequantized for the float model); `vals`:
+    its layererror.int8_values on them, if the caller has them already."""
     from specializer.quant import layererror
 
-    vals = layererror.int8_values(model, inputs, params)
+    if vals is None:
+        vals = layererror.int8_values(model, inputs, params)
     shapes = layererror.step_tensors(model, vals)
     snrs = layererror.snr_db(model, inputs, vals)
     out = []
