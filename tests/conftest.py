@@ -1,6 +1,24 @@
+import shutil
+import tempfile
+
+import jax
 import pytest
 
 from specializer.capture.capture import capture
+
+# XLA compiles of programs this test process compiled before (the same model quantized, calibrated
+# or run again by another test, a second quantize() of it) are read back from a per-process
+# persistent cache instead: host-side JAX work took a third of some tests' time. Per process (each
+# xdist worker its own, removed at exit): nothing shared, nothing carried between runs. Capture
+# workers never see it (a jax.config setting, not the environment): their compile must dump the IR.
+_JAX_CACHE = tempfile.mkdtemp(prefix="specializer-tests-xla-")
+jax.config.update("jax_compilation_cache_dir", _JAX_CACHE)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_JAX_CACHE, ignore_errors=True)
 from specializer.driver.examples import example_path
 
 
