@@ -36,6 +36,8 @@ Supported (NHWC activations, float32):
   lstm         lax.scan over the time axis of an LSTM cell with constant weights, starting from
                zero states (lstm_scan.py says which spellings): TFLite's
                UNIDIRECTIONAL_SEQUENCE_LSTM; its per-step outputs, not its final carries
+  scan         any other lax.scan: the builder raises ScanToUnroll, and quantize() unrolls it
+               into its steps (scan_unroll.py) and builds again
   movement     an op that only picks and repeats an activation's values, its other operands
                constant: gather (jax.image.resize 'nearest', x[..., idx]), broadcast_in_dim
                (jnp.repeat, jnp.broadcast_to), slice (x[:, 1::2]), rev (jnp.flip): TFLite's
@@ -54,8 +56,8 @@ from jax._src import source_info_util
 
 from specializer.errors import UserError
 
-_CALLS = ("pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
-          "custom_vjp_call_jaxpr", "remat", "checkpoint")
+CALLS = ("pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+         "custom_vjp_call_jaxpr", "remat", "checkpoint")
 _SHAPE_ONLY = ("reshape", "squeeze", "expand_dims")
 NHWC_HWIO = ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
 
@@ -123,7 +125,7 @@ def _where(eqn) -> str:
         return "?"
 
 
-def _sub_jaxpr(eqn):
+def sub_jaxpr(eqn):
     for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
         j = eqn.params.get(key)
         if j is not None:
@@ -148,7 +150,7 @@ def flatten(closed: core.ClosedJaxpr, consts: dict) -> tuple[list[Eqn], dict]:
             if v is not a:
                 alias[v] = a
         for e in jaxpr.eqns:
-            sub = _sub_jaxpr(e) if e.primitive.name in _CALLS else None
+            sub = sub_jaxpr(e) if e.primitive.name in CALLS else None
             if sub is not None:
                 inner = sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub
                 inner_consts = sub.consts if isinstance(sub, core.ClosedJaxpr) else ()
@@ -162,6 +164,14 @@ def flatten(closed: core.ClosedJaxpr, consts: dict) -> tuple[list[Eqn], dict]:
 
     walk(closed.jaxpr, closed.consts, list(closed.jaxpr.invars))
     return eqns, alias
+
+
+class ScanToUnroll(Exception):
+    """A scan that is not an LSTM (`why`): quantize() unrolls it (scan_unroll.py) and builds again."""
+
+    def __init__(self, outs: tuple, why: str, where: str):
+        super().__init__(why)
+        self.outs, self.why, self.where = outs, why, where
 
 
 def _is_const(a, consts) -> bool:
@@ -183,7 +193,7 @@ def build(closed: core.ClosedJaxpr, act_invars: list, param_values: dict, param_
 
 _UNSUPPORTED = ("no int8 block for it (supported: conv, depthwise conv, transposed conv, dense, bias add, relu, "
                 "max/avg pool, mean, add, softmax, sigmoid, tanh, leaky relu, hard swish, pad, transpose, concatenate, "
-                "reshape, resize nearest, gather, slice, broadcast, flip, an LSTM's lax.scan)")
+                "reshape, resize nearest, gather, slice, broadcast, flip, lax.scan)")
 
 
 class _Builder:
@@ -425,7 +435,7 @@ class _Builder:
 
         m = lstm_scan.match(e, self.consts, flatten)
         if isinstance(m, str):
-            self.refuse(e, f"no int8 block for this scan: {m}")
+            raise ScanToUnroll(tuple(e.outs), m, e.where)
         if any(self.uses.get(v) for v in e.outs[:2]):
             self.refuse(e, "the LSTM's final states are read: read its per-step outputs instead (the last "
                         "hidden state is hs[-1]); TFLite's LSTM gives only those")

@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from specializer.quant import activations, blocks, lstm_scan
+from specializer.quant import activations, blocks, lstm_scan, scan_unroll
 from specializer.quant import lstm as lstm_block
 from specializer.quant.fixedpoint import quantize_multiplier
-from specializer.quant.graph import Graph, Layer, QuantizeError, build, evaluate
+from specializer.quant.graph import Graph, Layer, QuantizeError, ScanToUnroll, build, evaluate
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
                                       MeanParams, MulParams, PoolParams, SoftmaxParams, SubParams,
                                       TransposeConvParams)
@@ -259,12 +259,7 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
     first = calibration_inputs[0]
     args = [np.asarray(first[n], np.float32) if n in input_names else np.asarray(params[n], np.float32)
             for n in names]
-    closed = jax.make_jaxpr(fn)(*args)
-    invars = closed.jaxpr.invars
-    act_invars = [v for n, v in zip(names, invars) if n in input_names]
-    pvals = {v: np.asarray(params[n], np.float32) for n, v in zip(names, invars) if n in params}
-    pnames = {v: n for n, v in zip(names, invars) if n in params}
-    g = build(closed, act_invars, pvals, pnames)
+    g = _graph(jax.make_jaxpr(fn)(*args), names, input_names, params)
     ranges = _calibrate(g, input_names, calibration_inputs)
 
     index = {id(layer): i for i, layer in enumerate(g.layers)}
@@ -272,12 +267,16 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
     steps: list[Step] = []
     qparams: dict[str, np.ndarray] = {}
     taken = set(input_names)
+    origin: dict[str, str] = {}  # param name -> the user's weight it was quantized from
 
     def pname(var, fallback):
         n = g.origin.get(var, fallback)
+        first = n
         while n in taken:
             n = n + "_"
         taken.add(n)
+        if var is not None and var in g.origin:
+            origin[n] = first
         return n
 
     for i, layer in enumerate(g.layers):
@@ -290,11 +289,57 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
         step, q = _layer(layer, i, qin, [qp[s] for s in src], rng, src, qparams, pname, weight_bits)
         steps.append(step)
         qp.append(q)
+    steps = _shared(steps, qparams, origin)
     by_out = {layer.out: i for i, layer in enumerate(g.layers)}
     out_index = [by_out[v] for v in g.outvars]
     model = QuantizedModel(name or f"{fn.__name__}_int8", input_names, qp[:len(input_names)],
                            [qp[i] for i in out_index], steps, out_index, list(qparams), qp[len(input_names):], g)
     return model, qparams
+
+
+def _shared(steps: list[Step], qparams: dict, origin: dict) -> list[Step]:
+    """One array for the layers that quantized one weight of the user's to the same values (the
+    steps of an unrolled scan, a weight used twice): the later names dropped from `qparams`, their
+    steps reading the first."""
+    first: dict = {}
+    same: dict[str, str] = {}
+    for n, a in list(qparams.items()):
+        if n in origin:
+            a = np.asarray(a)
+            n0 = first.setdefault((origin[n], a.dtype.str, a.shape, a.tobytes()), n)
+            if n0 != n:
+                same[n] = n0
+                del qparams[n]
+    if not same:
+        return steps
+    pick = lambda n: same.get(n, n) if n else n
+    return [replace(s, weight=pick(s.weight), bias=pick(s.bias), arrays=tuple(map(pick, s.arrays))) for s in steps]
+
+
+def _graph(closed, names: list[str], input_names: list[str], params: dict) -> Graph:
+    """The traced model's layers; a scan that is not an LSTM unrolled into its steps first."""
+    unrolled = []
+    while True:
+        invars = closed.jaxpr.invars
+        act_invars = [v for n, v in zip(names, invars) if n in input_names]
+        pvals = {v: np.asarray(params[n], np.float32) for n, v in zip(names, invars) if n in params}
+        pnames = {v: n for n, v in zip(names, invars) if n in params}
+        try:
+            return build(closed, act_invars, pvals, pnames)
+        except ScanToUnroll as s:
+            if len(unrolled) >= MAX_UNROLLED_SCANS:
+                raise QuantizeError(f"quantize: more than {MAX_UNROLLED_SCANS} lax.scan to unroll") from None
+            unrolled.append(s)
+            closed = scan_unroll.unroll(closed, s.outs)
+        except QuantizeError as e:
+            if not unrolled:
+                raise
+            s = unrolled[-1]
+            raise QuantizeError(f"{e} (in a step of the lax.scan at {s.where}, which quantize() unrolled: not an "
+                                f"LSTM, {s.why})") from None
+
+
+MAX_UNROLLED_SCANS = 16  # nested scans unroll one at a time
 
 
 def _lstm(layer: Layer, i: int, qin: QParams, rng, src, qparams, pname):
