@@ -82,6 +82,9 @@ def main(argv: list[str]) -> None:
     given = Path(argv[3]) if len(argv) > 3 else None  # an imported model's --input
     import jax  # after the parent set XLA_FLAGS and the affinity
 
+    # XLA dumps the IR capture reads only when it compiles: never an executable from a cache
+    jax.config.update("jax_enable_compilation_cache", False)
+
     if imported.is_model_file(path):  # a .tflite or .onnx file: the reader's function, not a module's
         fn = imported.worker_function(path, given, os.environ.get("SPECIALIZER_EVERY_LAYER") == "1")
     else:
