@@ -198,12 +198,23 @@ def test_quantize_reads_a_product_of_two_activations_close_to_float():
         assert np.abs(got - ref).max() <= 4 * q.scale, (got, ref)
 
 
-def test_quantize_refuses_a_constant_factor():
-    def f(x):
-        return x * 0.5
+def test_quantize_takes_a_constant_factor_as_an_int8_tensor():
+    import jax.numpy as jnp
 
-    with pytest.raises(QuantizeError, match="only the product of two activations"):
-        quantize(f, {}, [{"x": np.ones((2, 3), np.float32)}])
+    rng = np.random.default_rng(3)
+    scale = np.linspace(-1.5, 2.0, 6).astype(np.float32)
+
+    def f(x, s):
+        return jnp.tanh(x) * s + 0.25  # a per-channel factor, then a constant that is no bias
+
+    cal = [{"x": rng.normal(size=(2, 6)).astype(np.float32)} for _ in range(8)]
+    model, qp = quantize(f, {"s": scale}, cal)
+    assert [s.kind for s in model.steps] == ["tanh", "const", "mul", "const", "add"]
+    assert qp["s"].shape == (2, 6) and qp["s"].dtype == np.int8  # at the product's shape
+    q = model.outputs[0]
+    for c in cal:
+        got = model.run_float(qp, **c)
+        assert np.abs(got - np.asarray(f(c["x"], scale))).max() <= 3 * q.scale
 
 
 def test_quantized_in_every_variant_equal_to_jax(tmp_path):

@@ -27,7 +27,10 @@ Supported (NHWC activations, float32):
   add          two activations of one shape
   sub          the difference of two activations of one shape: TFLite's SUB
   mul          the product of two activations, one of them broadcast to the other's shape or
-               not: TFLite's MUL (a constant factor is refused: fold it into the weights before it)
+               not: TFLite's MUL
+  const        a constant operand of add (other than a bias), sub or mul (1 - z, x * scale):
+               a layer of its own, the constant broadcast to the op's output shape and
+               quantized like an activation from its own range, as TFLite stores one
   softmax      jax.nn.softmax over the last axis
   logistic     jax.nn.sigmoid (TFLite's LOGISTIC: output 1/256, -128); tanh: jnp.tanh (1/128, 0)
   leaky relu   jax.nn.leaky_relu (where(x >= 0, x, alpha * x)): TFLite's LEAKY_RELU
@@ -166,12 +169,22 @@ def flatten(closed: core.ClosedJaxpr, consts: dict) -> tuple[list[Eqn], dict]:
     return eqns, alias
 
 
-class ScanToUnroll(Exception):
-    """A scan that is not an LSTM (`why`): quantize() unrolls it (scan_unroll.py) and builds again."""
+class _ConstOut:
+    """A const layer's `out`: its own (a literal is no key, and one constant may feed several
+    ops), with the shape the layers after it read."""
 
-    def __init__(self, outs: tuple, why: str, where: str):
+    def __init__(self, aval):
+        self.aval = aval
+
+
+class ScanToUnroll(Exception):
+    """A scan that is not an LSTM (`why`): quantize() unrolls the scans of its `body` (scan_unroll.py)
+    and builds again; `inside`: the source lines of the body's operations, for the messages."""
+
+    def __init__(self, body, why: str, where: str):
         super().__init__(why)
-        self.outs, self.why, self.where = outs, why, where
+        self.body, self.why, self.where = body, why, where
+        self.inside = frozenset(e.where for e in flatten(body, {})[0])
 
 
 def _is_const(a, consts) -> bool:
@@ -221,7 +234,9 @@ class _Builder:
 
     def refuse(self, e: Eqn, why: str):
         ins = ", ".join(_desc(a) for a in e.ins)
-        raise QuantizeError(f"quantize: unsupported op '{e.prim}' ({ins}) at {e.where}: {why}")
+        err = QuantizeError(f"quantize: unsupported op '{e.prim}' ({ins}) at {e.where}: {why}")
+        err.where = e.where  # which source line, for a note on the scan it came from (ptq._graph)
+        raise err
 
     def producer(self, a, e: Eqn) -> Layer:
         if isinstance(a, core.Literal) or a not in self.by_var:
@@ -232,6 +247,16 @@ class _Builder:
         layer = Layer(kind, ins, out, attrs, where=e.where)
         self.layers.append(layer)
         self.by_var[out] = layer
+        return layer
+
+    def constant(self, a, out, e: Eqn) -> Layer:
+        """A constant operand of an elementwise op as a layer of its own: its float value broadcast
+        to the op's output shape, quantized like an activation from its own range (ptq.py)."""
+        value = np.broadcast_to(np.asarray(self.val(a), np.float32), out.aval.shape)
+        var = None if isinstance(a, core.Literal) else a  # a weight's: the int8 tensor keeps its name
+        layer = Layer("const", [], _ConstOut(out.aval), dict(value=np.ascontiguousarray(value), var=var),
+                      where=e.where)
+        self.layers.append(layer)
         return layer
 
     def fold(self, layer: Layer, old, new) -> None:
@@ -346,7 +371,9 @@ class _Builder:
         per_channel = bv.reshape(-1, bv.shape[-1])
         if layer.kind not in ("conv", "depthwise", "tconv", "dense") or "bias" in layer.attrs or layer.relu \
                 or self.uses.get(a, 0) != 1 or not (per_channel == per_channel[:1]).all():
-            self.refuse(e, "a constant may only be added as a per-channel bias right after a conv/depthwise/dense")
+            # any other constant is an int8 tensor of the sum's shape (TFLite's ADD of a constant)
+            self.emit("add", [layer, self.constant(b, out, e)], out, e)
+            return
         layer.attrs["bias"] = per_channel[0].astype(np.float32)
         layer.attrs["b_var"] = b
         self.fold(layer, a, out)
@@ -354,20 +381,18 @@ class _Builder:
     def sub(self, e: Eqn, out) -> None:
         """The difference of two activations of one shape (TFLite's SUB)."""
         a, b = e.ins
-        if self.is_const(a) or self.is_const(b):
-            self.refuse(e, "only the difference of two activations is supported (a constant offset cannot be "
-                           "folded into an int8 layer here)")
-        if a.aval.shape != b.aval.shape:
+        ins = [self.constant(v, out, e) if self.is_const(v) else self.producer(v, e) for v in (a, b)]
+        if any(v.aval.shape != out.aval.shape for v in (a, b) if not self.is_const(v)):
             self.refuse(e, "the two activations must have one shape (no broadcasting)")
-        self.emit("sub", [self.producer(a, e), self.producer(b, e)], out, e)
+        self.emit("sub", ins, out, e)
 
     def mul(self, e: Eqn, out) -> None:
         """The product of two activations (TFLite's MUL; a gate times a value), one of the
         output's shape, the other of it or broadcasting to it (a squeeze-and-excite gate)."""
         a, b = self.const_first(e)
-        if self.is_const(b):
-            self.refuse(e, "only the product of two activations is supported (fold a constant factor into the "
-                           "weights before it)")
+        if self.is_const(b):  # an int8 tensor of the product's shape (TFLite's MUL of a constant)
+            self.emit("mul", [self.producer(a, e), self.constant(b, out, e)], out, e)
+            return
         if a.aval.shape != out.aval.shape:
             a, b = b, a  # the product is the same: the full one first
         if a.aval.shape != out.aval.shape:
@@ -435,7 +460,7 @@ class _Builder:
 
         m = lstm_scan.match(e, self.consts, flatten)
         if isinstance(m, str):
-            raise ScanToUnroll(tuple(e.outs), m, e.where)
+            raise ScanToUnroll(e.params["jaxpr"], m, e.where)
         if any(self.uses.get(v) for v in e.outs[:2]):
             self.refuse(e, "the LSTM's final states are read: read its per-step outputs instead (the last "
                         "hidden state is hs[-1]); TFLite's LSTM gives only those")

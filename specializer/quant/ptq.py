@@ -145,6 +145,8 @@ class QuantizedModel:
 
 
 def _run(s: Step, x, w, b):
+    if s.kind == "const":
+        return w
     if s.kind == "conv":
         return blocks.conv2d(x[0], w, b, s.block)
     if s.kind == "depthwise":
@@ -195,7 +197,8 @@ def _run(s: Step, x, w, b):
 def _calibrate(g: Graph, names: list[str], samples: Sequence[dict]) -> dict:
     """min/max of every layer's float output over the calibration samples; for an LSTM also the
     largest magnitude of its cell state, under ("cell", id(layer))."""
-    watch = [layer.out for layer in g.layers]
+    watched = [layer for layer in g.layers if layer.kind != "const"]  # a constant's range is its value's
+    watch = [layer.out for layer in watched]
     cells = [layer for layer in g.layers if layer.kind == "lstm"]
 
     def run(*xs):
@@ -216,7 +219,9 @@ def _calibrate(g: Graph, names: list[str], samples: Sequence[dict]) -> dict:
         lo = np.minimum(lo, [float(a) for a, _ in r])
         hi = np.maximum(hi, [float(b) for _, b in r])
         cmax = np.maximum(cmax, [float(v) for v in c])
-    ranges = {id(layer): (lo[i], hi[i]) for i, layer in enumerate(g.layers)}
+    ranges = {id(layer): (lo[i], hi[i]) for i, layer in enumerate(watched)}
+    ranges.update({id(layer): (float(layer.attrs["value"].min()), float(layer.attrs["value"].max()))
+                   for layer in g.layers if layer.kind == "const"})
     ranges.update({("cell", id(layer)): cmax[i] for i, layer in enumerate(cells)})
     return ranges
 
@@ -283,6 +288,13 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
         if layer.kind == "input":
             qp.append(activation_qparams(*ranges[id(layer)]))
             continue
+        if layer.kind == "const":  # an operand of add/sub/mul, stored as an int8 tensor
+            q = activation_qparams(*ranges[id(layer)])
+            name = pname(layer.attrs["var"], f"c{i}")
+            qparams[name] = q.quantize(layer.attrs["value"])
+            steps.append(Step("const", None, (), weight=name))
+            qp.append(q)
+            continue
         src = [index[id(p)] for p in layer.ins]
         qin = qp[src[0]]
         rng = (*ranges[id(layer)], ranges[("cell", id(layer))]) if layer.kind == "lstm" else ranges[id(layer)]
@@ -330,16 +342,17 @@ def _graph(closed, names: list[str], input_names: list[str], params: dict) -> Gr
             if len(unrolled) >= MAX_UNROLLED_SCANS:
                 raise QuantizeError(f"quantize: more than {MAX_UNROLLED_SCANS} lax.scan to unroll") from None
             unrolled.append(s)
-            closed = scan_unroll.unroll(closed, s.outs)
+            closed = scan_unroll.unroll(closed, s.body)
         except QuantizeError as e:
-            if not unrolled:
+            inside = [s for s in unrolled if getattr(e, "where", None) in s.inside]
+            if not inside:
                 raise
-            s = unrolled[-1]
+            s = inside[-1]
             raise QuantizeError(f"{e} (in a step of the lax.scan at {s.where}, which quantize() unrolled: not an "
                                 f"LSTM, {s.why})") from None
 
 
-MAX_UNROLLED_SCANS = 16  # nested scans unroll one at a time
+MAX_UNROLLED_SCANS = 16  # scans of distinct bodies (a nested one's copies go in one pass)
 
 
 def _lstm(layer: Layer, i: int, qin: QParams, rng, src, qparams, pname):
