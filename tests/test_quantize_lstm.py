@@ -155,3 +155,31 @@ def test_in_every_variant_equal_to_jax(tmp_path):
     c = captured_source(MODEL, "kws_lstm_int8", tmp_path)
     assert any("onto arm_lstm_unidirectional_s8" in line for line in c.log)
     every_variant_passes(c.model_ll, tmp_path, exact=True)
+
+
+def test_an_lstm_with_peepholes_is_unrolled_into_ordinary_blocks():
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    rng = np.random.default_rng(31)
+    t, n, c = 3, 6, 4
+    w = {"wx": rng.normal(size=(n, 4 * c)).astype(np.float32) * 0.3,
+         "wh": rng.normal(size=(c, 4 * c)).astype(np.float32) * 0.3,
+         "b": rng.normal(size=4 * c).astype(np.float32) * 0.1, "pf": rng.normal(size=c).astype(np.float32) * 0.2}
+
+    def peephole(xs, wx, wh, b, pf):  # the forget gate sees the cell: no int8 LSTM block takes that
+        def step(carry, x):
+            h, cell = carry
+            i, f, g, o = jnp.split(x @ wx + h @ wh + b, 4, axis=-1)
+            cell = jax.nn.sigmoid(f + cell * pf) * cell + jax.nn.sigmoid(i) * jnp.tanh(g)
+            h = jax.nn.sigmoid(o) * jnp.tanh(cell)
+            return (h, cell), h
+
+        zeros = jnp.zeros((1, c))
+        return lax.scan(step, (zeros, zeros), xs)[1][-1]
+
+    cal = [{"xs": rng.normal(size=(t, 1, n)).astype(np.float32)} for _ in range(12)]
+    model = _close(peephole, w, cal, 0.05)
+    kinds = [s.kind for s in model.steps]
+    assert "lstm" not in kinds and kinds.count("tanh") == 2 * t and kinds.count("move") >= 4 * t, kinds

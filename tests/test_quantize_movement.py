@@ -89,3 +89,27 @@ def test_take_in_bounds_clipping_and_out_of_bounds():
     with pytest.raises(QuantizeError) as e:
         quantize(lambda x: jnp.take(x, np.array([0, 5]), axis=1), {}, cal)
     assert "\n" not in str(e.value) and "out of bounds" in str(e.value)
+
+
+def test_split_is_a_slice_per_part():
+    import jax
+
+    rng = np.random.default_rng(9)
+    w = {"w": (rng.normal(size=(5, 9)) * 0.5).astype(np.float32)}
+
+    def gates(x, w):  # one product split three ways (a recurrent cell's gates), unequal parts
+        a, b, c = jax.numpy.split(x @ w, [2, 6], axis=-1)
+        return jax.nn.sigmoid(a), jax.numpy.tanh(b), c
+
+    cal = [{"x": rng.normal(size=(2, 5)).astype(np.float32)} for _ in range(8)]
+    model, qp = quantize(gates, w, cal)
+    assert [s.kind for s in model.steps] == ["dense", "move", "move", "move", "logistic", "tanh"]
+    x8 = model.inputs["x"].quantize(cal[0]["x"])
+    vals = model.values(x=x8, **qp)
+    dense = np.asarray(vals[1])
+    for k, (lo, hi) in enumerate(((0, 2), (2, 6), (6, 9))):  # the int8 parts are the int8 product's columns
+        np.testing.assert_array_equal(np.asarray(vals[2 + k]), dense[:, lo:hi])
+    got = model.run_float(qp, **cal[1])
+    ref = gates(cal[1]["x"], **w)
+    for g, r, q in zip(got, ref, model.outputs):
+        assert np.abs(g - np.asarray(r)).max() <= 4 * q.scale  # the parts keep the product's coarser scale

@@ -43,9 +43,10 @@ Supported (NHWC activations, float32):
                into its steps (scan_unroll.py) and builds again
   movement     an op that only picks and repeats an activation's values, its other operands
                constant: gather (jax.image.resize 'nearest', x[..., idx]), broadcast_in_dim
-               (jnp.repeat, jnp.broadcast_to), slice (x[:, 1::2]), rev (jnp.flip): TFLite's
-               RESIZE_NEAREST_NEIGHBOR, GATHER, TILE, STRIDED_SLICE, REVERSE_V2 keep the input's
-               quantization, and so does the same op on the int8 values
+               (jnp.repeat, jnp.broadcast_to), slice (x[:, 1::2]), rev (jnp.flip), split
+               (jnp.split: a slice per part): TFLite's RESIZE_NEAREST_NEIGHBOR, GATHER, TILE,
+               STRIDED_SLICE, REVERSE_V2, SPLIT keep the input's quantization, and so does the
+               same op on the int8 values
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from jax.extend import core
+from jax import lax
 from jax.lax import GatherScatterMode
 from jax._src import source_info_util
 
@@ -206,7 +208,7 @@ def build(closed: core.ClosedJaxpr, act_invars: list, param_values: dict, param_
 
 _UNSUPPORTED = ("no int8 block for it (supported: conv, depthwise conv, transposed conv, dense, bias add, relu, "
                 "max/avg pool, mean, add, softmax, sigmoid, tanh, leaky relu, hard swish, pad, transpose, concatenate, "
-                "reshape, resize nearest, gather, slice, broadcast, flip, lax.scan)")
+                "reshape, resize nearest, gather, slice, split, broadcast, flip, lax.scan)")
 
 
 class _Builder:
@@ -455,6 +457,18 @@ class _Builder:
         self.emit("move", [self.producer(e.ins[0], e)], out, e, primitive=e.primitive, params=params,
                   operands=operands)
 
+    def split(self, e: Eqn, out) -> None:
+        """jnp.split of an activation: each part a slice of it (a movement, as TFLite's SPLIT keeps
+        the input's quantization)."""
+        x = e.ins[0]
+        layer, axis, start = self.producer(x, e), e.params["axis"], 0
+        for o, size in zip(e.outs, e.params["sizes"]):
+            lo, hi = [0] * x.aval.ndim, list(x.aval.shape)
+            lo[axis], hi[axis] = start, start + size
+            self.emit("move", [layer], o, e, primitive=lax.slice_p,
+                      params=dict(start_indices=tuple(lo), limit_indices=tuple(hi), strides=None), operands=())
+            start += size
+
     def scan(self, e: Eqn, out) -> None:
         from specializer.quant import lstm_scan
 
@@ -526,7 +540,7 @@ RULES = {"conv_general_dilated": _Builder.conv, "dot_general": _Builder.dense, "
          "max": _Builder.relu, "reduce_window_max": _Builder.maxpool, "reduce_window_sum": _Builder.windowsum,
          "reduce_sum": _Builder.spatialsum, "div": _Builder.mean, "broadcast_in_dim": _Builder.broadcast,
          "pad": _Builder.pad, "transpose": _Builder.transpose, "concatenate": _Builder.concatenate,
-         "gather": _Builder.movement, "slice": _Builder.movement, "rev": _Builder.movement,
+         "gather": _Builder.movement, "slice": _Builder.movement, "split": _Builder.split, "rev": _Builder.movement,
          "logistic": _Builder.activation, "scan": _Builder.scan,
          "tanh": _Builder.activation,
          **{prim: _Builder.reshape for prim in _SHAPE_ONLY},
