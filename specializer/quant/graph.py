@@ -54,8 +54,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from jax.extend import core
 from jax import lax
+from jax.extend import core
 from jax.lax import GatherScatterMode
 from jax._src import source_info_util
 
@@ -381,7 +381,7 @@ class _Builder:
         self.fold(layer, a, out)
 
     def sub(self, e: Eqn, out) -> None:
-        """The difference of two activations of one shape (TFLite's SUB)."""
+        """The difference of two activations of one shape, or of one and a constant (TFLite's SUB)."""
         a, b = e.ins
         ins = [self.constant(v, out, e) if self.is_const(v) else self.producer(v, e) for v in (a, b)]
         if any(v.aval.shape != out.aval.shape for v in (a, b) if not self.is_const(v)):
@@ -390,7 +390,8 @@ class _Builder:
 
     def mul(self, e: Eqn, out) -> None:
         """The product of two activations (TFLite's MUL; a gate times a value), one of the
-        output's shape, the other of it or broadcasting to it (a squeeze-and-excite gate)."""
+        output's shape, the other of it or broadcasting to it (a squeeze-and-excite gate); or of
+        one and a constant."""
         a, b = self.const_first(e)
         if self.is_const(b):  # an int8 tensor of the product's shape (TFLite's MUL of a constant)
             self.emit("mul", [self.producer(a, e), self.constant(b, out, e)], out, e)
