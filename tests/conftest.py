@@ -1,3 +1,4 @@
+import os
 import shutil
 import tempfile
 
@@ -5,6 +6,11 @@ import jax
 import pytest
 
 from specializer.capture.capture import capture
+from specializer.driver.examples import example_path
+
+# One build at a time inside a test (compare(), and the CLI the tests run): the xdist workers
+# already keep every core busy, and forked builds cost more CPU than they save there.
+os.environ.setdefault("SPECIALIZER_JOBS", "1")
 
 # XLA compiles of programs this test process compiled before (the same model quantized, calibrated
 # or run again by another test, a second quantize() of it) are read back from a per-process
@@ -19,7 +25,6 @@ jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 def pytest_unconfigure(config):
     shutil.rmtree(_JAX_CACHE, ignore_errors=True)
-from specializer.driver.examples import example_path
 
 
 def pytest_addoption(parser):

@@ -126,3 +126,14 @@ def test_interrupted_no_child_nor_what_it_started_outlives_it(tmp_path):
         pid = int((tmp_path / name).read_text())
         with pytest.raises(ProcessLookupError):  # the sleep the child started is gone too
             os.kill(pid, 0)
+
+
+def test_default_jobs_from_the_environment_else_the_cores(monkeypatch):
+    monkeypatch.setenv("SPECIALIZER_JOBS", "3")
+    assert parallel.default_jobs() == 3
+    cores = len(os.sched_getaffinity(0))
+    for bad in ("0", "", "two", "-1"):  # not a positive count: one per core
+        monkeypatch.setenv("SPECIALIZER_JOBS", bad)
+        assert parallel.default_jobs() == cores
+    monkeypatch.delenv("SPECIALIZER_JOBS")
+    assert parallel.default_jobs() == cores

@@ -83,7 +83,7 @@ def add_speed_options(p: argparse.ArgumentParser) -> None:
     """-j and --no-cache, as every command that runs comparisons takes them (specialize, benchmark.py)."""
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                    help="builds at once (each variant at each unroll threshold; the per-call choice's rebuilds): "
-                        "default one per core; the result is the same for any N")
+                        "default SPECIALIZER_JOBS, else one per core; the result is the same for any N")
     p.add_argument("--no-cache", action="store_true",
                    help="build everything again: do not reuse the builds an earlier run kept in the build "
                         "directory (an unchanged build is reused by default; SPECIALIZER_BUILD_DIR)")
