@@ -27,8 +27,7 @@ T = TypeVar("T")
 
 def default_jobs() -> int:
     """How many steps at once when nobody says: SPECIALIZER_JOBS, else one per core this process
-    may use (the test job sets 1: its workers fill the cores, and a fork of a worker that holds
-    JAX and LLVM cost a comparison a fifth more CPU than running its builds in turn)."""
+    may use."""
     given = os.environ.get("SPECIALIZER_JOBS", "")
     if given.isdigit() and int(given) > 0:
         return int(given)

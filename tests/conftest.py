@@ -1,4 +1,3 @@
-import os
 import shutil
 import tempfile
 
@@ -7,10 +6,6 @@ import pytest
 
 from specializer.capture.capture import capture
 from specializer.driver.examples import example_path
-
-# One build at a time inside a test (compare(), and the CLI the tests run): the xdist workers
-# already keep every core busy, and forked builds cost more CPU than they save there.
-os.environ.setdefault("SPECIALIZER_JOBS", "1")
 
 # XLA compiles of programs this test process compiled before (the same model quantized, calibrated
 # or run again by another test, a second quantize() of it) are read back from a per-process
