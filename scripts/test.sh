@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Test job: set up, then run the pytest suite on one worker more than the cores (pytest-xdist; the
-# tests share nothing but the build directory, whose entries are made under a lock). A worker
-# waiting on a lock, a QEMU run or a linker leaves its core to the extra one (two cores: 608 s with
-# three workers, 628-649 s with two). Arguments go to pytest: `-n 0` runs it in one process, `--slow` adds the slow tests.
+# tests share nothing but the build directory, whose entries are made under a lock): a worker
+# waiting on a lock, a QEMU run or a linker leaves its core to the extra one. On two cores three
+# workers took 608 s and 720 s, two 628-649 s: the machine's noise is as large as the difference.
+# Arguments go to pytest: `-n 0` runs it in one process, `--slow` adds the slow tests.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/setup.sh"
