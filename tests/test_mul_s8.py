@@ -21,7 +21,6 @@ from specializer.capture.capture import capture
 from specializer.errors import UserError
 from specializer.importers.tflite import read_tflite
 from specializer.quant import blocks
-from specializer.quant.graph import QuantizeError
 from specializer.quant.params import MulParams
 from specializer.quant.ptq import quantize
 

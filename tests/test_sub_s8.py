@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from test_tflite_import import ACT, OP, act8, actf, check, fb, model_bytes, operator, spread
 
-from specializer.quant.graph import QuantizeError
 from specializer.quant.params import SubParams
 from specializer.quant.ptq import quantize
 
