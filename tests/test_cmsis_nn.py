@@ -399,7 +399,8 @@ def conv_buffer_bytes(c):
 def _host_type(c_type: str) -> type:
     if c_type.endswith("*"):
         return ctypes.c_void_p
-    return STRUCT[c_type] if c_type in STRUCT else {"int32_t": ctypes.c_int32, cmsis_api.ENUM: ctypes.c_int32}[c_type]
+    return STRUCT[c_type] if c_type in STRUCT else {"int32_t": ctypes.c_int32, cmsis_api.ENUM: ctypes.c_int32,
+                                                    cmsis_api.BOOL: ctypes.c_bool}[c_type]
 
 
 def _host_struct(name: str) -> type:

@@ -563,6 +563,147 @@ void arm_softmax_s8(const int8_t *input,
                     const int32_t diff_min,
                     int8_t *output);
 
+/*
+ * int16 activations, int8 weights ("16x8", CMSIS-NN v7.0.0's s16 functions), TFLite semantics.
+ * Zero points are 0: the layers' input_offset and output_offset are not read (nor by v7.0.0),
+ * the filter is symmetric. With an int64 bias the sums are exact (int64; with the DSP
+ * extension int32 sums of at most 508 products, which cannot overflow, added into int64) and
+ * requantized by arm_nn_requantize_s64 with REDUCE_MULTIPLIER(multiplier):
+ *
+ *   out = clamp(requantize_s64(bias + sum in * filter, REDUCE_MULTIPLIER(mult), shift),
+ *               act.min, act.max)
+ *
+ * shift in [-49, 14]; act within int16. This is TFLite's reference wherever the requantized
+ * value is within +-2^30 (see arm_nn_requantize_s64). v7.0.0 itself sums up to 512 products
+ * in an int32 before going on in int64 (a convolution's odd last pixel all of them), so it
+ * differs from these exact sums where those int32 sums overflow (512 products of 2^22:
+ * -32768 * -128).
+ */
+
+/*
+ * s16 convolution: arm_convolve_s8's layout and geometry (stride, padding, dilation; no
+ * groups, no upscale), int16 input and output.
+ *
+ *   ctx        scratch of arm_convolve_s16_get_buffer_size() bytes; ctx->buf must not be NULL
+ *   bias_data  not NULL; bias_data->data NULL (no bias), or int64 [C_OUT] (is_int32_bias
+ *              false: the exact sum above), or int32 [C_OUT] (is_int32_bias true: as v7.0.0,
+ *              the sum and bias taken modulo 2^32 and requantized by arm_nn_requantize with
+ *              the full multiplier)
+ *
+ * Returns ARM_CMSIS_NN_ARG_ERROR when ctx->buf is NULL, else ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_convolve_s16(const cmsis_nn_context *ctx,
+                                     const cmsis_nn_conv_params *conv_params,
+                                     const cmsis_nn_per_channel_quant_params *quant_params,
+                                     const cmsis_nn_dims *input_dims,
+                                     const int16_t *input_data,
+                                     const cmsis_nn_dims *filter_dims,
+                                     const int8_t *filter_data,
+                                     const cmsis_nn_dims *bias_dims,
+                                     const cmsis_nn_bias_data *bias_data,
+                                     const cmsis_nn_dims *output_dims,
+                                     int16_t *output_data);
+
+/* Scratch bytes arm_convolve_s16() needs: two int16 columns of the taps (v7.0.0's size
+   without Helium), 2 * filter_dims->w * filter_dims->h * input_dims->c * sizeof(int16_t). */
+int32_t arm_convolve_s16_get_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims);
+
+/*
+ * s16 depthwise convolution: arm_depthwise_conv_s8's layout and geometry (ch_mult >= 1,
+ * stride, padding, dilation), int16 input and output, bias_data int64 [C_OUT] or NULL; ctx
+ * is not used. Returns ARM_CMSIS_NN_ARG_ERROR when C_OUT != C_IN * ch_mult (v7.0.0 does not
+ * check), else ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_depthwise_conv_s16(const cmsis_nn_context *ctx,
+                                           const cmsis_nn_dw_conv_params *dw_conv_params,
+                                           const cmsis_nn_per_channel_quant_params *quant_params,
+                                           const cmsis_nn_dims *input_dims,
+                                           const int16_t *input_data,
+                                           const cmsis_nn_dims *filter_dims,
+                                           const int8_t *filter_data,
+                                           const cmsis_nn_dims *bias_dims,
+                                           const int64_t *bias_data,
+                                           const cmsis_nn_dims *output_dims,
+                                           int16_t *output_data);
+
+/*
+ * s16 fully connected layer: arm_fully_connected_s8's layout (filter [OUTPUT_DEPTH][ACCUM_DEPTH],
+ * filter_dims->n the accumulation depth, output_dims->c the output depth, input_dims->n
+ * batches), int16 input and output, per-tensor multiplier and shift, bias_data int64
+ * [OUTPUT_DEPTH] or NULL; the offsets are not read, ctx is not used. Returns ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_fully_connected_s16(const cmsis_nn_context *ctx,
+                                            const cmsis_nn_fc_params *fc_params,
+                                            const cmsis_nn_per_tensor_quant_params *quant_params,
+                                            const cmsis_nn_dims *input_dims,
+                                            const int16_t *input_data,
+                                            const cmsis_nn_dims *filter_dims,
+                                            const int8_t *filter_data,
+                                            const cmsis_nn_dims *bias_dims,
+                                            const int64_t *bias_data,
+                                            const cmsis_nn_dims *output_dims,
+                                            int16_t *output_data);
+
+/* Scratch bytes arm_fully_connected_s16() needs: 0. */
+int32_t arm_fully_connected_s16_get_buffer_size(const cmsis_nn_dims *filter_dims);
+
+/*
+ * s16 average pooling: arm_avgpool_s8's arguments and arithmetic on int16 (the window's sum
+ * over its pixels inside the input divided by their count, halves away from zero, clamped).
+ * ctx: arm_avgpool_s16_get_buffer_size() bytes, not NULL with the DSP extension. Returns
+ * ARM_CMSIS_NN_ARG_ERROR when N < 1, a window covers no pixel, or the buffer is missing.
+ */
+arm_cmsis_nn_status arm_avgpool_s16(const cmsis_nn_context *ctx,
+                                    const cmsis_nn_pool_params *pool_params,
+                                    const cmsis_nn_dims *input_dims,
+                                    const int16_t *input_data,
+                                    const cmsis_nn_dims *filter_dims,
+                                    const cmsis_nn_dims *output_dims,
+                                    int16_t *output_data);
+
+/* Scratch bytes arm_avgpool_s16() needs: ch_src * sizeof(int32_t) with the DSP extension, else 0
+   (v7.0.0's). */
+int32_t arm_avgpool_s16_get_buffer_size(const int dim_dst_width, const int ch_src);
+
+/*
+ * s16 max pooling: the largest window pixel inside the input, clamped (int16 src / dst,
+ * arguments as arm_max_pool_s8; ctx is unused). Returns ARM_CMSIS_NN_ARG_ERROR when N < 1.
+ */
+arm_cmsis_nn_status arm_max_pool_s16(const cmsis_nn_context *ctx,
+                                     const cmsis_nn_pool_params *pool_params,
+                                     const cmsis_nn_dims *input_dims,
+                                     const int16_t *src,
+                                     const cmsis_nn_dims *filter_dims,
+                                     const cmsis_nn_dims *output_dims,
+                                     int16_t *dst);
+
+/*
+ * s16 elementwise add of two vectors of block_size values (v7.0.0's arithmetic; the three
+ * offsets are not read):
+ *
+ *   a = requantize(in1 << left_shift, input_1_mult, input_1_shift)
+ *   b = requantize(in2 << left_shift, input_2_mult, input_2_shift)
+ *   out = clamp(requantize(a + b, out_mult, out_shift), out_activation_min, out_activation_max)
+ *
+ * with arm_nn_requantize, the shifts and the sum modulo 2^32. Returns ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_elementwise_add_s16(const int16_t *input_1_vect,
+                                            const int16_t *input_2_vect,
+                                            const int32_t input_1_offset,
+                                            const int32_t input_1_mult,
+                                            const int32_t input_1_shift,
+                                            const int32_t input_2_offset,
+                                            const int32_t input_2_mult,
+                                            const int32_t input_2_shift,
+                                            const int32_t left_shift,
+                                            int16_t *output,
+                                            const int32_t out_offset,
+                                            const int32_t out_mult,
+                                            const int32_t out_shift,
+                                            const int32_t out_activation_min,
+                                            const int32_t out_activation_max,
+                                            const int32_t block_size);
+
 #ifdef __cplusplus
 }
 #endif

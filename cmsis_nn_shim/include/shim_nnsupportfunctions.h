@@ -69,6 +69,35 @@ __STATIC_FORCEINLINE int32_t arm_nn_requantize(const int32_t val, const int32_t 
 #endif
 }
 
+/* ------------------------------------------------------------------ int16 activations (16x8) */
+
+/*
+ * The Q15 multiplier of the int16-activation layers' int64 requantization: a Q31 multiplier
+ * rounded to its top 16 bits (halves up), 0x7FFF from 0x7FFF0000 up (from 0x7FFF8000 the
+ * rounding would give 0x8000, beyond Q15, and overflow the int32 sum). CMSIS-NN v7.0.0's macro,
+ * TFLite's reduction.
+ */
+#define REDUCE_MULTIPLIER(_mult) (((_mult) < 0x7FFF0000) ? (((_mult) + (1 << 15)) >> 16) : 0x7FFF)
+
+/*
+ * val * reduced_multiplier / 2^(15 - shift), rounded half up (ties toward +inf): the
+ * int16-activation layers' requantization, TFLite's int64 MultiplyByQuantizedMultiplier,
+ * (val * reduced_multiplier + 2^(14 - shift)) >> (15 - shift) in 64 bits, saturated to int32 (the
+ * layer then clamps to its activation range). CMSIS-NN v7.0.0 takes it in two steps, the product
+ * shifted right by 14 - shift into 32 bits, then (r + 1) >> 1: the same value while the result is
+ * within [-2^30, 2^30), beyond which its intermediate (twice the result) wraps -- an output more
+ * than 2^15 times past int16's range that v7.0.0 can turn into a wrong in-range value. The shim
+ * keeps TFLite's value there, as JAX's blocks (specializer/quant/fixedpoint.py) do.
+ * reduced_multiplier from REDUCE_MULTIPLIER(), shift in [-48, 14].
+ */
+__STATIC_FORCEINLINE int32_t arm_nn_requantize_s64(const int64_t val,
+                                                   const int32_t reduced_multiplier,
+                                                   const int32_t shift)
+{
+    const int64_t result = (val * reduced_multiplier + ((int64_t)1 << (14 - shift))) >> (15 - shift);
+    return result > INT32_MAX ? INT32_MAX : result < INT32_MIN ? INT32_MIN : (int32_t)result;
+}
+
 /* ------------------------------------------------------------------ packed loads */
 
 /* Four s8 values as one word (unaligned allowed); the _ia forms advance the pointer. */

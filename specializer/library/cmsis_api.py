@@ -17,6 +17,7 @@ VERSION = "v7.0.0"
 
 _DIMS = "const cmsis_nn_dims *"
 _S8 = "const int8_t *"
+_S16 = "const int16_t *"
 _CTX = ("const cmsis_nn_context *", "ctx")
 
 
@@ -47,6 +48,14 @@ def _i32(*names: str) -> tuple[tuple[str, str], ...]:
 
 
 _STATUS = "arm_cmsis_nn_status"
+
+
+def _layer_s16(params_type: str, quant_type: str, bias_type: str) -> tuple[tuple[str, str], ...]:
+    """An int16-activation layer's parameters: _layer's with int16 input and output and its own bias type."""
+    s8 = _layer(params_type, quant_type)
+    return (s8[:4] + ((_S16, "input_data"),) + s8[5:8] + ((bias_type, "bias_data"), (_DIMS, "output_dims"),
+                                                         ("int16_t *", "output_data")))
+
 
 _CONV = _layer("cmsis_nn_conv_params", "cmsis_nn_per_channel_quant_params") + _OUT
 _DW = _layer("cmsis_nn_dw_conv_params", "cmsis_nn_per_channel_quant_params") + _OUT
@@ -116,6 +125,25 @@ FUNCTIONS = (
                         ("const int32_t *", "bias"), (_DIMS, "output_dims"), ("int8_t *", "output"))),
     Function("arm_fully_connected_s4", _STATUS,
              _layer("cmsis_nn_fc_params", "cmsis_nn_per_tensor_quant_params") + _OUT),
+    # int16 activations, int8 weights ("16x8")
+    Function("arm_convolve_s16", _STATUS, _layer_s16("cmsis_nn_conv_params", "cmsis_nn_per_channel_quant_params",
+                                                     "const cmsis_nn_bias_data *")),
+    Function("arm_convolve_s16_get_buffer_size", "int32_t", ((_DIMS, "input_dims"), (_DIMS, "filter_dims"))),
+    Function("arm_depthwise_conv_s16", _STATUS, _layer_s16("cmsis_nn_dw_conv_params",
+                                                           "cmsis_nn_per_channel_quant_params", "const int64_t *")),
+    Function("arm_fully_connected_s16", _STATUS, _layer_s16("cmsis_nn_fc_params", "cmsis_nn_per_tensor_quant_params",
+                                                            "const int64_t *")),
+    Function("arm_fully_connected_s16_get_buffer_size", "int32_t", ((_DIMS, "filter_dims"),)),
+    Function("arm_avgpool_s16", _STATUS, _POOL[:3] + ((_S16, "input_data"), (_DIMS, "filter_dims"),
+                                                      (_DIMS, "output_dims"), ("int16_t *", "output_data"))),
+    Function("arm_avgpool_s16_get_buffer_size", "int32_t", (("const int", "dim_dst_width"), ("const int", "ch_src"))),
+    Function("arm_max_pool_s16", _STATUS, _POOL[:3] + ((_S16, "src"), (_DIMS, "filter_dims"), (_DIMS, "output_dims"),
+                                                       ("int16_t *", "dst"))),
+    Function("arm_elementwise_add_s16", _STATUS,
+             ((_S16, "input_1_vect"), (_S16, "input_2_vect")) + _i32("input_1_offset", "input_1_mult",
+             "input_1_shift", "input_2_offset", "input_2_mult", "input_2_shift", "left_shift")
+             + (("int16_t *", "output"),)
+             + _i32("out_offset", "out_mult", "out_shift", "out_activation_min", "out_activation_max", "block_size")),
     # the activation blocks (cmsis_calls_act.py)
     Function("arm_avgpool_s8", _STATUS, _POOL),
     Function("arm_avgpool_s8_get_buffer_size", "int32_t", (("const int", "dim_dst_width"), ("const int", "ch_src"))),
@@ -139,6 +167,7 @@ _FUNCTION = {f.name: f for f in FUNCTIONS}
 
 _TILE = "cmsis_nn_tile"
 ENUM = "arm_nn_activation_type"  # the one enum a struct field has (an int on Arm's ABI)
+BOOL = "const bool"  # cmsis_nn_bias_data's flag: one byte (AAPCS _Bool)
 _ACT = ("cmsis_nn_activation", "activation")
 
 # Every struct capture writes as a constant global, field by field as v7.0.0 declares it:
@@ -174,6 +203,8 @@ STRUCTS = {
     "cmsis_nn_lstm_context": (("void *", "temp1"), ("void *", "temp2"), ("void *", "cell_state")),
     "cmsis_nn_per_channel_quant_params": (("int32_t *", "multiplier"), ("int32_t *", "shift")),
     "cmsis_nn_per_tensor_quant_params": (("int32_t", "multiplier"), ("int32_t", "shift")),
+    # arm_convolve_s16's bias: int64 values, or int32 ones when is_int32_bias (3 bytes of tail padding)
+    "cmsis_nn_bias_data": (("const void *", "data"), (BOOL, "is_int32_bias")),
 }  # fmt: skip
 
 
@@ -183,9 +214,12 @@ def _round_up(v: int, align: int) -> int:
 
 def _size_align(ctype: str) -> tuple[int, int]:
     """sizeof and alignof on thumbv7em (AAPCS): a pointer, an int32_t and an enum (its values fit
-    an int) are 4 and 4; a struct aligns as its widest field and its size rounds up to that."""
+    an int) are 4 and 4, a bool 1 and 1; a struct aligns as its widest field and its size rounds
+    up to that."""
     if ctype.endswith("*") or ctype in ("int32_t", ENUM):
         return 4, 4
+    if ctype == BOOL:
+        return 1, 1
     if ctype not in STRUCTS:
         raise ValueError(f"cmsis_api: no size for C type {ctype!r} (give it one here)")
     fields = layout(ctype)
@@ -229,9 +263,21 @@ def _words(struct: str, values: dict) -> list[tuple[str, str]]:
             words += _words(ctype, v)
         elif ctype.endswith("*"):
             words.append(("ptr", "null" if v is None else v))
+        elif ctype == BOOL:
+            if v not in (0, 1):  # True / False or 1 / 0
+                raise TypeError(f"{struct}: a bool field takes True or False (1 or 0), not {v!r}")
+            words.append(("i8", str(int(v))))
         else:
             words.append(("i32", str(int(v))))
     return words
+
+
+def _scalar_offsets(struct: str, base: int = 0) -> list[int]:
+    """The C byte offset of every scalar of `struct`, in memory order."""
+    out = []
+    for ctype, _, off in layout(struct):
+        out += _scalar_offsets(ctype, base + off) if ctype in STRUCTS else [base + off]
+    return out
 
 
 def struct_const(struct: str, **values) -> tuple[str, str]:
@@ -239,10 +285,17 @@ def struct_const(struct: str, **values) -> tuple[str, str]:
     int32_t, a global's LLVM name ('@"x"', or '{scratch}') or None (null) for a pointer, a dict
     of its fields for a nested struct. A missing or unknown field raises TypeError.
 
-    Every scalar is a 4-byte word and the struct has no padding (asserted), so the flat LLVM
-    type has the C layout; an all-int32 struct is an [N x i32], as model.ll has always had it."""
+    A bool is an i8 (True or False, 1 or 0). The flat LLVM type has the C layout (asserted: each scalar
+    at its C offset, the same size); an all-int32 struct is an [N x i32], as model.ll has always
+    had it."""
     words = _words(struct, values)
-    assert 4 * len(words) == sizeof(struct), f"{struct} has padding or a field that is not a word"
+    size = {"i32": 4, "ptr": 4, "i8": 1}
+    offsets, end = [], 0
+    for t, _ in words:  # LLVM's natural layout: each scalar aligned to its size
+        offsets.append(_round_up(end, size[t]))
+        end = offsets[-1] + size[t]
+    flat = _round_up(end, max(size[t] for t, _ in words))
+    assert offsets == _scalar_offsets(struct) and flat == sizeof(struct), f"{struct}: flat LLVM layout differs from C's"
     if all(t == "i32" for t, _ in words):
         return f"[{len(words)} x i32]", "[" + ", ".join(f"i32 {v}" for _, v in words) + "]"
     return "{ " + ", ".join(t for t, _ in words) + " }", "{ " + ", ".join(f"{t} {v}" for t, v in words) + " }"
