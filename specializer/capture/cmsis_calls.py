@@ -11,7 +11,9 @@ ahead-of-time compiler does, and O2 sees the form's own code at the call --, ful
 overlapping the input's rows), the block calls arm_convolve_s8 (upscale_dims NULL) /
 arm_depthwise_conv_s8 directly; the capture log says which form and why. A block with int4
 weights (its op ends in _s4; the filter operand is packed) calls arm_convolve_s4,
-arm_depthwise_conv_s4 or arm_fully_connected_s4. Arguments and struct fields are given by name;
+arm_depthwise_conv_s4 or arm_fully_connected_s4; one with int16 activations (the 16x8 scheme,
+its op ends in _s16; the bias int64, carried as int32 words) arm_convolve_s16,
+arm_depthwise_conv_s16 or arm_fully_connected_s16. Arguments and struct fields are given by name;
 specializer/library/cmsis_api.py's tables put them in C's order.
 
 The scratch buffer (cmsis_nn_context.buf) is the memory plan's shared scratch global, sized
@@ -296,9 +298,64 @@ def _transpose_conv(scope: str, p: dict, x: Operand, w: Operand, bias: Operand |
                  output_dims=_dims(f"{scope}.output_dims", p["output_dims"]), output_data=out.slice)
 
 
+def convolve_s16_buffer_size(p: dict) -> int:
+    """arm_convolve_s16_get_buffer_size (v7.0.0 without Helium, the shim's): two int16 columns of
+    C_IN x KH x KW."""
+    _, kh, kw, _ = p["filter_dims"]
+    return 2 * p["input_dims"][3] * kh * kw * 2
+
+
+def _s16(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out: Operand) -> LibCall:
+    """arm_convolve_s16 / arm_depthwise_conv_s16 / arm_fully_connected_s16 (the general functions;
+    the wrappers' fast forms give the same values): int16 input and output, int8 filter, the int64
+    bias as the block carries it (int32 [n, 2], the same bytes)."""
+    op = p["op"]
+    if op == "fully_connected_s16":
+        batch, n_in, cout = p["batch"], p["in_features"], p["out_features"]
+        in_dims, f_dims, out_dims = (batch, n_in), (cout, n_in), (batch, cout)
+    else:
+        cout = p["filter_dims"][0] if op == "convolve_s16" else p["filter_dims"][3]
+        in_dims, f_dims, out_dims = p["input_dims"], p["filter_dims"], p["output_dims"]
+    _check(x, "s16", in_dims, "input", scope)
+    _check(w, "s8", f_dims, "filter", scope)
+    _check(out, "s16", out_dims, "output", scope)
+    if bias is not None:
+        _check(bias, "s32", (cout, 2), "int64 bias (int32 words)", scope)
+    bias_slice = bias.slice if bias else None
+    bias_dims = _dims(f"{scope}.bias_dims", (1, 1, 1, cout))
+    if op == "fully_connected_s16":
+        if len(p["multipliers"]) != 1:
+            raise NotLowerable(f"{scope}: arm_fully_connected_s16 takes one multiplier per tensor")
+        fc = _struct(f"{scope}.params", "cmsis_nn_fc_params", input_offset=0, filter_offset=0, output_offset=0,
+                     activation=_activation(p["activation"]))
+        quant = _struct(f"{scope}.quant_params", "cmsis_nn_per_tensor_quant_params",
+                        multiplier=p["multipliers"][0], shift=p["shifts"][0])
+        return _call("arm_fully_connected_s16", ctx=_context(f"{scope}.ctx", 0), fc_params=fc, quant_params=quant,
+                     input_dims=_dims(f"{scope}.input_dims", (batch, 1, 1, n_in)), input_data=x.slice,
+                     filter_dims=_dims(f"{scope}.filter_dims", (n_in, 1, 1, cout)), filter_data=w.slice,
+                     bias_dims=bias_dims, bias_data=bias_slice,
+                     output_dims=_dims(f"{scope}.output_dims", (batch, 1, 1, cout)), output_data=out.slice)
+    data = dict(quant_params=_per_channel(scope, p["multipliers"], p["shifts"], cout),
+                input_dims=_dims(f"{scope}.input_dims", in_dims), input_data=x.slice,
+                filter_dims=_dims(f"{scope}.filter_dims", f_dims), filter_data=w.slice, bias_dims=bias_dims,
+                output_dims=_dims(f"{scope}.output_dims", out_dims), output_data=out.slice)
+    if op == "convolve_s16":
+        scratch = convolve_s16_buffer_size(p)
+        # cmsis_nn_bias_data: the bias's address (NULL for none) and that it is int64
+        bias_data = Const(f"{scope}.bias_data", *cmsis_api.struct_const(
+            "cmsis_nn_bias_data", data="{slice0}" if bias else None, is_int32_bias=0),
+            slices=(bias_slice,) if bias else ())
+        return _call("arm_convolve_s16", scratch, ctx=_context(f"{scope}.ctx", scratch),
+                     conv_params=_struct(f"{scope}.params", "cmsis_nn_conv_params", **_window(p)),
+                     bias_data=bias_data, **data)
+    return _call("arm_depthwise_conv_s16", 0, ctx=_context(f"{scope}.ctx", 0),
+                 dw_conv_params=_struct(f"{scope}.params", "cmsis_nn_dw_conv_params", ch_mult=p["ch_mult"],
+                                        **_window(p)), bias_data=bias_slice, **data)
+
+
 _LOWER = {"convolve_s8": _conv, "depthwise_conv_s8": _conv, "fully_connected_s8": _fc,
           "transpose_conv_s8": _transpose_conv, "convolve_s4": _conv_s4, "depthwise_conv_s4": _conv_s4,
-          "fully_connected_s4": _fc}
+          "fully_connected_s4": _fc, "convolve_s16": _s16, "depthwise_conv_s16": _s16, "fully_connected_s16": _s16}
 
 
 def lower(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:

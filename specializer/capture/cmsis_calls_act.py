@@ -5,7 +5,9 @@ same rules: one custom call "cmsis_nn.<op>" becomes one call of CMSIS-NN's s8 fu
 exact signature (v7.0.0's, unchanged since v6.0.0; specializer/library/cmsis_api.py), arguments
 and struct fields given by name, structs as constant globals named after the block's scope:
 avgpool_s8 -> arm_avgpool_s8, max_pool_s8 -> arm_max_pool_s8, elementwise_add_s8 ->
-arm_elementwise_add_s8, elementwise_mul_s8 -> arm_elementwise_mul_s8, softmax_s8 -> arm_softmax_s8.
+arm_elementwise_add_s8, elementwise_mul_s8 -> arm_elementwise_mul_s8, softmax_s8 -> arm_softmax_s8;
+int16 blocks (the 16x8 scheme) avgpool_s16, max_pool_s16 and elementwise_add_s16 -> CMSIS-NN's
+function of that name.
 
 arm_avgpool_s8's scratch (one int32 per channel with the DSP extension, what
 arm_avgpool_s8_get_buffer_size returns on Cortex-M4) comes from the memory plan's shared
@@ -27,7 +29,8 @@ from specializer.capture.cmsis_calls import (
 from specializer.capture.libcalls import Operand
 from specializer.capture.thunks import LibCall
 
-OPS = ("avgpool_s8", "max_pool_s8", "elementwise_add_s8", "elementwise_mul_s8", "softmax_s8")
+OPS = ("avgpool_s8", "max_pool_s8", "elementwise_add_s8", "elementwise_mul_s8", "softmax_s8", "avgpool_s16",
+       "max_pool_s16", "elementwise_add_s16")
 
 
 def avgpool_s8_buffer_size(channels: int) -> int:
@@ -45,35 +48,43 @@ def _args(scope: str, args: list[Operand], out: Operand, n: int) -> None:
 
 
 def _pool(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
+    """arm_avgpool_s8 / arm_max_pool_s8, or their s16 forms (the same buffer size: one int32 sum
+    per channel)."""
     _args(scope, args, out, 1)
     x = args[0]
-    _check(x, "s8", p["input_dims"], "input", scope)
-    _check(out, "s8", p["output_dims"], "output", scope)
+    t = p["op"].rsplit("_", 1)[1]  # s8 or s16
+    _check(x, t, p["input_dims"], "input", scope)
+    _check(out, t, p["output_dims"], "output", scope)
     (top, _), (left, _) = p["padding"]
     sh, sw = p["stride"]
     fh, fw = p["filter"]
-    avg = p["op"] == "avgpool_s8"
+    avg = p["op"].startswith("avgpool")
     scratch = avgpool_s8_buffer_size(p["input_dims"][3]) if avg else 0
     pool = _struct(f"{scope}.params", "cmsis_nn_pool_params", stride={"w": sw, "h": sh},
                    padding={"w": left, "h": top}, activation=_activation(p["activation"]))
-    return _call("arm_avgpool_s8" if avg else "arm_max_pool_s8", scratch, ctx=_context(f"{scope}.ctx", scratch),
-                 pool_params=pool, input_dims=_dims(f"{scope}.input_dims", p["input_dims"]), input_data=x.slice,
+    # v7.0.0 names arm_max_pool_s16's data parameters src and dst
+    data = {"src": x.slice, "dst": out.slice} if p["op"] == "max_pool_s16" else \
+        {"input_data": x.slice, "output_data": out.slice}
+    return _call(f"arm_{p['op']}", scratch, ctx=_context(f"{scope}.ctx", scratch),
+                 pool_params=pool, input_dims=_dims(f"{scope}.input_dims", p["input_dims"]),
                  filter_dims=_dims(f"{scope}.filter_dims", (1, fh, fw, 1)),
-                 output_dims=_dims(f"{scope}.output_dims", p["output_dims"]), output_data=out.slice)
+                 output_dims=_dims(f"{scope}.output_dims", p["output_dims"]), **data)
 
 
 def _add(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
+    """arm_elementwise_add_s8, or _s16 (the same arguments)."""
     _args(scope, args, out, 2)
     shape = p["shape"]
+    t = p["op"].rsplit("_", 1)[1]
     for what, a in (("input 1", args[0]), ("input 2", args[1]), ("output", out)):
-        _check(a, "s8", shape, what, scope)
+        _check(a, t, shape, what, scope)
     size = 1
     for d in shape:
         size *= d
     lo, hi = p["activation"]
     same = ("input_1_offset", "input_1_mult", "input_1_shift", "input_2_offset", "input_2_mult", "input_2_shift",
             "left_shift", "out_offset", "out_mult", "out_shift")  # the block names these as CMSIS-NN does
-    return _call("arm_elementwise_add_s8", input_1_vect=args[0].slice, input_2_vect=args[1].slice,
+    return _call(f"arm_{p['op']}", input_1_vect=args[0].slice, input_2_vect=args[1].slice,
                  output=out.slice, out_activation_min=lo, out_activation_max=hi, block_size=size,
                  **{k: p[k] for k in same})
 
@@ -110,7 +121,7 @@ def _count(op: Operand) -> int:
 
 
 _LOWER = {"avgpool_s8": _pool, "max_pool_s8": _pool, "elementwise_add_s8": _add, "elementwise_mul_s8": _mul,
-          "softmax_s8": _softmax}
+          "softmax_s8": _softmax, "avgpool_s16": _pool, "max_pool_s16": _pool, "elementwise_add_s16": _add}
 
 
 def lower(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:

@@ -2,6 +2,12 @@
 functions compute them (plain JAX on int8/int32 arrays; see params.py for each block's
 static parameters and fixedpoint.py for the arithmetic).
 
+TFLite's 16x8 scheme (a block's activation_bits 16, CMSIS-NN's s16 functions): int16 activations
+with zero points 0, int8 weights, int64 biases, int64 sums requantized by requantize_s64. JAX
+computes in 32 bits unless x64 is on, so such a block turns x64 on while it traces (its values
+leave as int16) and takes its int64 bias as int32 [n, 2] words, low first (bias_words): the same
+bytes the s16 function reads.
+
 Conventions (TFLite's): activations are asymmetric int8 (CMSIS-NN's offsets: input_offset =
 -input zero point, output_offset = output zero point), weights symmetric int8, biases int32 in
 units of input scale x weight scale. Convolutions and dense layers are written as chains of
@@ -11,7 +17,7 @@ backend runs them as plain integer code and capture takes XLA's IR for them as i
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +26,7 @@ from jax import lax
 
 from specializer.quant import calls
 from specializer.quant.fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
-                         one_over_one_plus_x_for_x_in_0_1, requantize)
+                                          one_over_one_plus_x_for_x_in_0_1, requantize, requantize_s64)
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
                                       MulParams, Pair, PoolParams, SoftmaxParams, SubParams, TransposeConvParams,
                                       packed_size)
@@ -52,16 +58,17 @@ def dot_used() -> bool:
     return _dot_used
 
 
-def _matmul_nt(a, b):
+def _matmul_nt(a, b, acc=jnp.int32):
     """int8 a[m, k] x int8 b[n, k]^T -> int32 [m, n] as a chain of k rank-1 multiply-adds, not an
     HLO dot: XLA fuses the int8 -> int32 widening into producers and capture has no kernel for
     the int32 dot that would leave; a multiply-reduce would be split by XLA into a materialized
-    [m, n, k] product; the chain is one loop fusion with no temporary (values_only(): one dot)."""
+    [m, n, k] product; the chain is one loop fusion with no temporary (values_only(): one dot).
+    acc int64 (x64 on): an int16 block's sums."""
     global _dot_used
-    a32, b32 = a.astype(jnp.int32), b.astype(jnp.int32)
+    a32, b32 = a.astype(acc), b.astype(acc)
     if _one_dot:
         _dot_used = True
-        return lax.dot_general(a32, b32, (((1,), (1,)), ((), ())), preferred_element_type=jnp.int32)
+        return lax.dot_general(a32, b32, (((1,), (1,)), ((), ())), preferred_element_type=acc)
     acc = a32[:, 0:1] * b32[:, 0][None, :]
     for k in range(1, a.shape[1]):
         acc = acc + a32[:, k:k + 1] * b32[:, k][None, :]
@@ -72,8 +79,41 @@ def _operands(x, w, bias, n_out: int, p) -> tuple:
     """A lowered block's custom-call operands: input, filter and the bias if there is one."""
     if bias is None:
         return x, w
-    _check(bias, (n_out,), jnp.int32, "bias", p)
+    _check_bias(bias, n_out, p)
     return x, w, bias
+
+
+def _s16(p) -> bool:
+    return getattr(p, "activation_bits", 8) == 16
+
+
+def _act_type(p):
+    return jnp.int16 if _s16(p) else jnp.int8
+
+
+def _wide(p):
+    """x64 on while an int16 block traces (its int64 sums), nothing for an int8 one."""
+    return jax.enable_x64(True) if _s16(p) else nullcontext()
+
+
+def bias_words(b) -> np.ndarray:
+    """int64 biases as an int16 block takes them: int32 [n, 2], each value's low word first (the
+    int64 array's bytes on a little-endian core)."""
+    return np.ascontiguousarray(np.asarray(b, np.int64)).view(np.int32).reshape(-1, 2)
+
+
+def _check_bias(bias, n: int, p) -> None:
+    if _s16(p):
+        _check(bias, (n, 2), jnp.int32, "bias (int64 as int32 words, bias_words)", p)
+    else:
+        _check(bias, (n,), jnp.int32, "bias", p)
+
+
+def _bias(bias, p):
+    """The bias as the block adds it: int32, or an int16 block's int64 (x64 on) from its words."""
+    if not _s16(p):
+        return bias
+    return (bias[:, 1].astype(jnp.int64) << 32) | bias[:, 0].astype(jnp.uint32).astype(jnp.int64)
 
 
 def conv_output_size(size: int, k: int, stride: int, pad: Pair) -> int:
@@ -121,10 +161,14 @@ def _filter(w, dims, p):
     return w
 
 
-def _finish(acc, multipliers, shifts, output_offset: int, activation: Pair):
-    """Per-channel requantization, output offset, activation clamp, int8 (every s8 kernel's tail)."""
+def _finish(acc, multipliers, shifts, output_offset: int, activation: Pair, s16: bool = False):
+    """Per-channel requantization, output offset, activation clamp, int8 (every s8 kernel's tail;
+    s16: requantize_s64 of the int64 sums, int16)."""
     m = multipliers[0] if len(multipliers) == 1 else np.asarray(multipliers, np.int64)
     s = shifts[0] if len(shifts) == 1 else np.asarray(shifts, np.int64)
+    if s16:
+        y = requantize_s64(acc, m, s) + output_offset
+        return jnp.clip(y, activation[0], activation[1]).astype(jnp.int16)
     y = requantize(acc, m, s) + jnp.int32(output_offset)
     return jnp.clip(y, activation[0], activation[1]).astype(jnp.int8)
 
@@ -146,58 +190,62 @@ def _pad_with_zero_point(x, padding, input_offset: int):
     (t, b), (l, r) = padding
     if not (t or b or l or r):
         return x
-    return lax.pad(x, jnp.int8(-input_offset), ((0, 0, 0), (t, b, 0), (l, r, 0), (0, 0, 0)))
+    return lax.pad(x, jnp.array(-input_offset, x.dtype), ((0, 0, 0), (t, b, 0), (l, r, 0), (0, 0, 0)))
 
 
 def conv2d(x, w, bias, p: ConvParams):
-    """arm_convolve_s8. x int8 NHWC, w int8 [Cout, KH, KW, Cin] (int4: packed), bias int32 [Cout] or None."""
-    _check(x, p.input_dims, jnp.int8, "input", p)
+    """arm_convolve_s8. x int8 NHWC, w int8 [Cout, KH, KW, Cin] (int4: packed), bias int32 [Cout] or None.
+    activation_bits 16: arm_convolve_s16, x int16, bias int64 as bias_words."""
+    _check(x, p.input_dims, _act_type(p), "input", p)
     packed, w = w, _filter(w, p.filter_dims, p)
     cout, kh, kw, cin = p.filter_dims
     n, oh, ow, _ = p.output_dims
     lowered = calls.call(p, p.output_dims, *_operands(x, packed, bias, cout, p))
     if lowered is not None:
         return lowered
-    with jax.named_scope(p.scope):
+    with jax.named_scope(p.scope), _wide(p):
         xp = _pad_with_zero_point(x, p.padding, p.input_offset)
         if (kh, kw, p.stride) == (1, 1, (1, 1)):
             patches = xp
         else:
             patches = jnp.concatenate([t for _, _, t in _taps(xp, kh, kw, p.stride, (oh, ow), p.dilation)],
                                       axis=-1)
-        acc = _matmul_nt(patches.reshape(n * oh * ow, kh * kw * cin), w.reshape(cout, kh * kw * cin))
+        acc = _matmul_nt(patches.reshape(n * oh * ow, kh * kw * cin), w.reshape(cout, kh * kw * cin),
+                         jnp.int64 if _s16(p) else jnp.int32)
         acc = acc + jnp.int32(p.input_offset) * jnp.sum(w, axis=(1, 2, 3), dtype=jnp.int32)
         if bias is not None:
-            _check(bias, (cout,), jnp.int32, "bias", p)
-            acc = acc + bias
-        out = _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation)
+            _check_bias(bias, cout, p)
+            acc = acc + _bias(bias, p)
+        out = _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation, _s16(p))
         return out.reshape(p.output_dims)
 
 
 def depthwise_conv2d(x, w, bias, p: DepthwiseParams):
-    """arm_depthwise_conv_s8. x int8 NHWC, w int8 [1, KH, KW, Cin * ch_mult] (int4: packed), bias int32."""
-    _check(x, p.input_dims, jnp.int8, "input", p)
+    """arm_depthwise_conv_s8. x int8 NHWC, w int8 [1, KH, KW, Cin * ch_mult] (int4: packed), bias int32.
+    activation_bits 16: arm_depthwise_conv_s16, x int16, bias int64 as bias_words."""
+    _check(x, p.input_dims, _act_type(p), "input", p)
     packed, w = w, _filter(w, p.filter_dims, p)
     _, kh, kw, cout = p.filter_dims
     _, oh, ow, _ = p.output_dims
     lowered = calls.call(p, p.output_dims, *_operands(x, packed, bias, cout, p))
     if lowered is not None:
         return lowered
-    with jax.named_scope(p.scope):
+    with jax.named_scope(p.scope), _wide(p):
         xp = _pad_with_zero_point(x, p.padding, p.input_offset)
+        wide = jnp.int64 if _s16(p) else jnp.int32
         wi = w.astype(jnp.int32)
         acc = None
         for i, j, tap in _taps(xp, kh, kw, p.stride, (oh, ow), p.dilation):
             t = tap.astype(jnp.int32)
             if p.ch_mult > 1:
                 t = jnp.repeat(t, p.ch_mult, axis=-1)
-            term = t * wi[0, i, j]
+            term = (t * wi[0, i, j]).astype(wide)  # one product fits int32 (int16: 23 bits)
             acc = term if acc is None else acc + term
         acc = acc + jnp.int32(p.input_offset) * jnp.sum(wi, axis=(0, 1, 2))
         if bias is not None:
-            _check(bias, (cout,), jnp.int32, "bias", p)
-            acc = acc + bias
-        return _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation)
+            _check_bias(bias, cout, p)
+            acc = acc + _bias(bias, p)
+        return _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation, _s16(p))
 
 
 def stuffed_padding(size: int, out: int, k: int, stride: int, pad: int) -> Pair:
@@ -237,19 +285,20 @@ def transpose_conv2d(x, w, bias, p: TransposeConvParams):
 
 
 def fully_connected(x, w, bias, p: FullyConnectedParams):
-    """arm_fully_connected_s8. x int8 [batch, in], w int8 [out, in] (int4: packed), bias int32 [out] or None."""
-    _check(x, (p.batch, p.in_features), jnp.int8, "input", p)
+    """arm_fully_connected_s8. x int8 [batch, in], w int8 [out, in] (int4: packed), bias int32 [out] or None.
+    activation_bits 16: arm_fully_connected_s16, x int16, bias int64 as bias_words."""
+    _check(x, (p.batch, p.in_features), _act_type(p), "input", p)
     packed, w = w, _filter(w, (p.out_features, p.in_features), p)
     lowered = calls.call(p, (p.batch, p.out_features), *_operands(x, packed, bias, p.out_features, p))
     if lowered is not None:
         return lowered
-    with jax.named_scope(p.scope):
-        acc = _matmul_nt(x, w)
+    with jax.named_scope(p.scope), _wide(p):
+        acc = _matmul_nt(x, w, jnp.int64 if _s16(p) else jnp.int32)
         acc = acc + jnp.int32(p.input_offset) * jnp.sum(w, axis=1, dtype=jnp.int32)
         if bias is not None:
-            _check(bias, (p.out_features,), jnp.int32, "bias", p)
-            acc = acc + bias
-        return _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation)
+            _check_bias(bias, p.out_features, p)
+            acc = acc + _bias(bias, p)
+        return _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation, _s16(p))
 
 
 def _valid_counts(p: PoolParams) -> np.ndarray:
@@ -287,8 +336,8 @@ def _check_pool_output(p: PoolParams) -> None:
 
 def avg_pool(x, p: PoolParams):
     """arm_avgpool_s8: the sum over the window's valid pixels divided by their count, halves
-    rounded away from zero (C division of sum +- count/2), then clamped."""
-    _check(x, p.input_dims, jnp.int8, "input", p)
+    rounded away from zero (C division of sum +- count/2), then clamped (int16: arm_avgpool_s16)."""
+    _check(x, p.input_dims, _act_type(p), "input", p)
     _check_pool_output(p)
     counts = _valid_counts(p)
     lowered = calls.call(p, p.output_dims, x)
@@ -299,12 +348,12 @@ def avg_pool(x, p: PoolParams):
         s = lax.reduce_window(x.astype(jnp.int32), jnp.int32(0), lax.add, dims, strides, pads)
         half = jnp.asarray(counts // 2)
         avg = lax.div(jnp.where(s > 0, s + half, s - half), jnp.asarray(counts))  # truncates, as C
-        return jnp.clip(avg, p.activation[0], p.activation[1]).astype(jnp.int8)
+        return jnp.clip(avg, p.activation[0], p.activation[1]).astype(_act_type(p))
 
 
 def max_pool(x, p: PoolParams):
-    """arm_max_pool_s8: the largest valid pixel of the window, then clamped."""
-    _check(x, p.input_dims, jnp.int8, "input", p)
+    """arm_max_pool_s8: the largest valid pixel of the window, then clamped (int16: arm_max_pool_s16)."""
+    _check(x, p.input_dims, _act_type(p), "input", p)
     _check_pool_output(p)
     _valid_counts(p)
     lowered = calls.call(p, p.output_dims, x)
@@ -312,9 +361,10 @@ def max_pool(x, p: PoolParams):
         return lowered
     dims, strides, pads = _window(p)
     with jax.named_scope(p.scope):
-        # -128 padding never wins over a valid pixel, so padding is effectively excluded
-        m = lax.reduce_window(x, jnp.int8(-128), lax.max, dims, strides, pads)
-        return jnp.clip(m, p.activation[0], p.activation[1]).astype(jnp.int8)
+        # the type's least value as padding never wins over a valid pixel: padding is excluded
+        low = jnp.array(jnp.iinfo(x.dtype).min, x.dtype)
+        m = lax.reduce_window(x, low, lax.max, dims, strides, pads)
+        return jnp.clip(m, p.activation[0], p.activation[1]).astype(x.dtype)
 
 
 def add(x1, x2, p: AddParams):
@@ -329,8 +379,8 @@ def sub(x1, x2, p: SubParams):
 
 
 def _add_or_sub(x1, x2, p: AddParams, sign: int):
-    _check(x1, p.shape, jnp.int8, "input 1", p)
-    _check(x2, p.shape, jnp.int8, "input 2", p)
+    _check(x1, p.shape, _act_type(p), "input 1", p)
+    _check(x2, p.shape, _act_type(p), "input 2", p)
     lowered = calls.call(p, p.shape, x1, x2)
     if lowered is not None:
         return lowered
@@ -339,7 +389,7 @@ def _add_or_sub(x1, x2, p: AddParams, sign: int):
         b = (x2.astype(jnp.int32) + p.input_2_offset) << p.left_shift
         s = requantize(a, p.input_1_mult, p.input_1_shift) + sign * requantize(b, p.input_2_mult, p.input_2_shift)
         y = requantize(s, p.out_mult, p.out_shift) + jnp.int32(p.out_offset)
-        return jnp.clip(y, p.activation[0], p.activation[1]).astype(jnp.int8)
+        return jnp.clip(y, p.activation[0], p.activation[1]).astype(_act_type(p))
 
 
 def mul(x1, x2, p: MulParams):

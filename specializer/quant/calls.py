@@ -7,7 +7,7 @@ a buffer of its own and the block cannot be cut out of XLA's kernels afterwards.
 JAX's reference outputs come from the ordinary trace) a block CMSIS-NN can run is traced as a
 custom call instead: target "cmsis_nn.<op>", backend_config = the block's scope name
 (`cmsis_nn.<op>.<digest>`, also in the op_name metadata), operands = the block's own inputs,
-result = its int8 output. XLA keeps it as a custom-call thunk over exactly those buffers,
+result = its int8 (16x8 scheme: int16) output. XLA keeps it as a custom-call thunk over exactly those buffers,
 which capture (specializer/capture/cmsis_calls.py) turns into the CMSIS-NN call. The executable
 compiled this way is never run: the registered handler does nothing.
 
@@ -109,8 +109,9 @@ def call(p, out_shape, *operands):
     if not _lowerable(p):
         return None
     scope = p.scope
+    out_type = jnp.int16 if getattr(p, "activation_bits", 8) == 16 else jnp.int8
     with jax.named_scope(scope):
-        return jax.ffi.ffi_call(_target(p.op), jax.ShapeDtypeStruct(tuple(out_shape), jnp.int8),
+        return jax.ffi.ffi_call(_target(p.op), jax.ShapeDtypeStruct(tuple(out_shape), out_type),
                                 custom_call_api_version=_API_VERSION,
                                 legacy_backend_config=scope)(*operands)
 

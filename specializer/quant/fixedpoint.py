@@ -125,6 +125,25 @@ def requantize(x, multiplier, shift):
     return divide_by_power_of_two(doubling_high_mult_no_sat(scaled, _c(multiplier)), np.maximum(-s, 0))
 
 
+def reduced_multiplier(multiplier):
+    """CMSIS-NN's REDUCE_MULTIPLIER (TFLite's int64 MultiplyByQuantizedMultiplier): the Q31
+    multiplier rounded to Q15, 0x7FFF for those at the top that would round past it."""
+    m = np.asarray(multiplier, np.int64)
+    return np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+
+
+def requantize_s64(acc, multiplier, shift):
+    """arm_nn_requantize_s64 on an int64 accumulator (call with x64 on): acc times the reduced
+    multiplier, shifted right by 15 - shift with the half added -- CMSIS-NN's two steps (>> (14 -
+    shift), then (r + 1) >> 1) round the same. multiplier/shift as in requantize(); shift <= 14."""
+    s = np.asarray(shift, np.int64)
+    if s.size and (s.min() < -31 or s.max() > 14):
+        raise ValueError(f"requantize_s64: shift out of [-31, 14]: {shift}")
+    total = 15 - s
+    rounding = jnp.asarray(np.int64(1) << (total - 1), jnp.int64)
+    return (acc * jnp.asarray(reduced_multiplier(multiplier), jnp.int64) + rounding) >> jnp.asarray(total, jnp.int64)
+
+
 def mult_by_power_of_two(x, exp: int):
     """arm_nn_mult_by_power_of_two: x << exp, saturating to int32."""
     thresh = (1 << (31 - exp)) - 1

@@ -50,6 +50,8 @@ class _Block:
             del d["weight_bits"]
         if d.get("state_bits") == 16:  # the default: an SVDF's dict as before int8 states
             del d["state_bits"]
+        if d.get("activation_bits") == 8:  # the default: an int8 block's dict as before the 16x8 scheme
+            del d["activation_bits"]
         return {"op": self.op, **{k: _lists(v) for k, v in d.items()}}
 
 
@@ -71,14 +73,37 @@ def _check_bits(bits: int, where: str) -> None:
         raise ValueError(f"{where}: weight_bits must be 8 or 4, got {bits}")
 
 
+# TFLite's 16x8 scheme (CMSIS-NN's s16 functions): int16 activations, symmetric (zero points 0),
+# int8 weights, int64 biases; the field stays out of repr (the scope's digest) and of the dict when
+# 8, so an int8 block is named as before, and an int16 block's op ends in _s16.
+def _activation_bits() -> int:
+    return dataclasses.field(default=8, repr=False)
+
+
+def _check_s16(p, weight_bits: int = 8, shifts=(), offsets=()) -> None:
+    """activation_bits 8 or 16; a 16-bit block has int8 weights, zero offsets and shifts <= 14
+    (requantize_s64 shifts right by 15 - shift)."""
+    if p.activation_bits not in (8, 16):
+        raise ValueError(f"{p.op}: activation_bits must be 8 or 16, got {p.activation_bits}")
+    if p.activation_bits == 8:
+        return
+    if weight_bits != 8:
+        raise ValueError(f"{p.op}: int16 activations take int8 weights (CMSIS-NN has no s16 x s4 function)")
+    if any(offsets):
+        raise ValueError(f"{p.op}: int16 activations are symmetric: offsets must be 0, got {list(offsets)}")
+    if any(s > 14 for s in shifts):
+        raise ValueError(f"{p.op}: shift {max(shifts)} > 14 (int16 requantization shifts right by 15 - shift)")
+
+
 def _lists(v):
     return [_lists(x) for x in v] if isinstance(v, tuple) else v
 
 
-def _check_act(act: Pair, where: str) -> None:
+def _check_act(act: Pair, where: str, bits: int = 8) -> None:
     lo, hi = act
-    if not -128 <= lo <= hi <= 127:
-        raise ValueError(f"{where}: activation range {act} is not within [-128, 127]")
+    top = (1 << (bits - 1)) - 1
+    if not -top - 1 <= lo <= hi <= top:
+        raise ValueError(f"{where}: activation range {act} is not within [{-top - 1}, {top}]")
 
 
 def _check_quant(multipliers, shifts, n: int, where: str) -> None:
@@ -113,14 +138,16 @@ class ConvParams(_Block):
     shifts: tuple[int, ...]
     dilation: Pair = (1, 1)  # (h, w): tap (i, j) reads input pixel (y + i * dh, x + j * dw)
     weight_bits: int = _weight_bits()  # 4: arm_convolve_s4, the filter packed
+    activation_bits: int = _activation_bits()  # 16: arm_convolve_s16, int16 in and out, int64 bias
 
     @property
     def op(self) -> str:
-        return f"convolve_s{self.weight_bits}"
+        return "convolve_s16" if self.activation_bits == 16 else f"convolve_s{self.weight_bits}"
 
     def __post_init__(self):
         _check_bits(self.weight_bits, self.op)
-        _check_act(self.activation, self.op)
+        _check_s16(self, self.weight_bits, self.shifts, (self.input_offset, self.output_offset))
+        _check_act(self.activation, self.op, self.activation_bits)
         _check_quant(self.multipliers, self.shifts, self.filter_dims[0], self.op)
         _check_dilation(self.dilation, self.op)
 
@@ -142,14 +169,16 @@ class DepthwiseParams(_Block):
     shifts: tuple[int, ...]
     dilation: Pair = (1, 1)
     weight_bits: int = _weight_bits()  # 4: arm_depthwise_conv_s4, the filter packed
+    activation_bits: int = _activation_bits()  # 16: arm_depthwise_conv_s16
 
     @property
     def op(self) -> str:
-        return f"depthwise_conv_s{self.weight_bits}"
+        return "depthwise_conv_s16" if self.activation_bits == 16 else f"depthwise_conv_s{self.weight_bits}"
 
     def __post_init__(self):
         _check_bits(self.weight_bits, self.op)
-        _check_act(self.activation, self.op)
+        _check_s16(self, self.weight_bits, self.shifts, (self.input_offset, self.output_offset))
+        _check_act(self.activation, self.op, self.activation_bits)
         _check_quant(self.multipliers, self.shifts, self.filter_dims[3], self.op)
         _check_dilation(self.dilation, self.op)
 
@@ -205,14 +234,16 @@ class FullyConnectedParams(_Block):
     multipliers: tuple[int, ...]
     shifts: tuple[int, ...]
     weight_bits: int = _weight_bits()  # 4: arm_fully_connected_s4, the filter packed
+    activation_bits: int = _activation_bits()  # 16: arm_fully_connected_s16
 
     @property
     def op(self) -> str:
-        return f"fully_connected_s{self.weight_bits}"
+        return "fully_connected_s16" if self.activation_bits == 16 else f"fully_connected_s{self.weight_bits}"
 
     def __post_init__(self):
         _check_bits(self.weight_bits, self.op)
-        _check_act(self.activation, self.op)
+        _check_s16(self, self.weight_bits, self.shifts, (self.input_offset, self.output_offset))
+        _check_act(self.activation, self.op, self.activation_bits)
         _check_quant(self.multipliers, self.shifts, self.out_features, self.op)
 
 
@@ -227,21 +258,23 @@ class PoolParams(_Block):
     stride: Pair
     padding: tuple[Pair, Pair]
     activation: Pair
+    activation_bits: int = _activation_bits()  # 16: arm_avgpool_s16 / arm_max_pool_s16
 
     def __post_init__(self):
         if self.kind not in ("avg", "max"):
             raise ValueError(f"pool kind must be 'avg' or 'max', got {self.kind!r}")
-        _check_act(self.activation, self.op)
+        _check_s16(self)
+        _check_act(self.activation, self.op, self.activation_bits)
 
     @property
     def op(self) -> str:  # type: ignore[override]
-        return "avgpool_s8" if self.kind == "avg" else "max_pool_s8"
+        return ("avgpool_s" if self.kind == "avg" else "max_pool_s") + str(self.activation_bits)
 
 
 @dataclass(frozen=True)
 class AddParams(_Block):
-    """arm_elementwise_add_s8 on two tensors of one shape."""
-    op: ClassVar[str] = "elementwise_add_s8"
+    """arm_elementwise_add_s8 on two tensors of one shape; activation_bits 16:
+    arm_elementwise_add_s16 (TFLite's int16 ADD: offsets 0, left_shift 15)."""
     shape: tuple[int, ...]
     input_1_offset: int
     input_1_mult: int
@@ -254,15 +287,24 @@ class AddParams(_Block):
     out_mult: int
     out_shift: int
     activation: Pair
+    activation_bits: int = _activation_bits()
+
+    @property
+    def op(self) -> str:
+        return f"elementwise_add_s{self.activation_bits}"
 
     def __post_init__(self):
-        _check_act(self.activation, self.op)
+        _check_s16(self, offsets=(self.input_1_offset, self.input_2_offset, self.out_offset))
+        _check_act(self.activation, self.op, self.activation_bits)
         for m, s in ((self.input_1_mult, self.input_1_shift), (self.input_2_mult, self.input_2_shift),
                      (self.out_mult, self.out_shift)):
             _check_quant((m,), (s,), 1, self.op)
         # CMSIS-NN's DSP path widens (x + offset) as 16 bits and relies on the shift to push the
-        # sign into place; from 16 on it equals the plain C path.
-        if not 16 <= self.left_shift <= 23:
+        # sign into place; from 16 on it equals the plain C path. int16: TFLite's 15, which
+        # keeps x << left_shift inside int32.
+        if self.activation_bits == 16 and self.left_shift != 15:
+            raise ValueError(f"{self.op}: left_shift {self.left_shift}: int16 inputs take 15")
+        if self.activation_bits == 8 and not 16 <= self.left_shift <= 23:
             raise ValueError(f"{self.op}: left_shift {self.left_shift} outside [16, 23]")
 
 
@@ -271,7 +313,10 @@ class SubParams(AddParams):
     """TFLite's int8 SUB (SubElementwise): AddParams' arithmetic with the scaled second input
     subtracted from the first. CMSIS-NN v7.0.0 has no s8 subtract (and an add with the second
     multiplier negated rounds ties the other way), so the block stays XLA's code."""
-    op: ClassVar[str] = "elementwise_sub_s8"
+
+    @property
+    def op(self) -> str:
+        return f"elementwise_sub_s{self.activation_bits}"
 
 
 @dataclass(frozen=True)

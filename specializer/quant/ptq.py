@@ -10,8 +10,10 @@ quantize(fn, params, calibration_inputs):
      from quantize_multiplier; pools and reshapes keep their input's scale and zero point,
      softmax outputs scale 1/256 and zero point -128, relu becomes the clamp at the zero point;
      with weight_bits=4, conv, depthwise and dense weights int4 (packed); an LSTM written with
-     lax.scan TFLite's integer LSTM (_lstm: its cell state int16, calibrated inside the scan).
-The result is a plain JAX function of int8 inputs and int8/int32 parameters.
+     lax.scan TFLite's integer LSTM (_lstm: its cell state int16, calibrated inside the scan);
+     with activation_bits=16 TFLite's 16x8 scheme: activations symmetric int16 (scale =
+     max|range| / 32767, zero point 0), biases int64 (carried as blocks.bias_words).
+The result is a plain JAX function of int8 (int16) inputs and int8/int32 parameters.
 """
 
 from __future__ import annotations
@@ -44,15 +46,17 @@ ADD_LEFT_SHIFT = 20       # TFLite's int8 add
 
 @dataclass(frozen=True)
 class QParams:
-    """real = scale * (q - zero_point)."""
+    """real = scale * (q - zero_point); q int8, or int16 with bits 16."""
     scale: float
     zero_point: int
+    bits: int = 8
 
     def quantize(self, x) -> np.ndarray:
         """Host-side, TFLite's Quantize: round halves away from zero, saturate."""
         v = np.asarray(x, np.float64) / self.scale
         q = np.sign(v) * np.floor(np.abs(v) + 0.5) + self.zero_point
-        return np.clip(q, -128, 127).astype(np.int8)
+        top = (1 << (self.bits - 1)) - 1
+        return np.clip(q, -top - 1, top).astype(np.int16 if self.bits == 16 else np.int8)
 
     def dequantize(self, q) -> np.ndarray:
         return ((np.asarray(q, np.int32) - self.zero_point) * self.scale).astype(np.float32)
@@ -72,8 +76,12 @@ def softmax_params(input_scale: float, num_rows: int, row_size: int, beta: float
     return SoftmaxParams(num_rows=num_rows, row_size=row_size, mult=mult, shift=shift, diff_min=-radius)
 
 
-def activation_qparams(lo: float, hi: float) -> QParams:
-    """TFLite's asymmetric int8 from a float range (widened to hold 0 exactly)."""
+def activation_qparams(lo: float, hi: float, bits: int = 8) -> QParams:
+    """TFLite's asymmetric int8 from a float range (widened to hold 0 exactly); bits 16: its
+    symmetric int16 (the 16x8 scheme), scale max(|lo|, |hi|) / 32767, zero point 0."""
+    if bits == 16:
+        top = max(abs(float(lo)), abs(float(hi)))
+        return QParams(top / 32767.0 if top > 0 else 1.0, 0, 16)
     lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
     if hi == lo:
         return QParams(1.0, -128)
@@ -176,7 +184,7 @@ def _run(s: Step, x, w, b):
         return blocks.mean(x[0], s.block)
     if s.kind == "pad":
         widths, zero_point = s.block  # TFLite's PAD: the output's (= the input's) zero point
-        return jnp.pad(x[0], widths, constant_values=jnp.int8(zero_point))
+        return jnp.pad(x[0], widths, constant_values=jnp.array(zero_point, x[0].dtype))
     if s.kind == "transpose":
         return jnp.transpose(x[0], s.block)
     if s.kind == "move":  # the float op itself on the int8 values (quantization kept)
@@ -245,15 +253,23 @@ def _mults(real) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], name: str | None = None,
-             weight_bits: int = 8):
+             weight_bits: int = 8, activation_bits: int = 8):
     """Quantize float model `fn` (parameters: its inputs, then weights given in `params`) with
     min/max calibration over `calibration_inputs` (a list of {input name: float array}).
     Returns (model, qparams): model(**int8_inputs, **qparams) gives the int8 outputs.
     `weight_bits=4`: conv, depthwise and dense weights symmetric int4 ([-7, 7], scales as for
     int8), kept packed two a byte (blocks.pack_int4) and run by CMSIS-NN's s4 functions, for half
-    the weights' flash; transposed convolutions keep int8 (CMSIS-NN has no s4 one)."""
+    the weights' flash; transposed convolutions keep int8 (CMSIS-NN has no s4 one).
+    `activation_bits=16`: TFLite's 16x8 scheme, run by CMSIS-NN's s16 functions -- int16
+    activations (symmetric), int8 weights, int64 biases; the model takes and gives int16, 256
+    times finer than int8 for the same range. Its layers: conv, depthwise, dense, pools, add,
+    relu, reshape, pad, transpose and the data-movement ops."""
     if weight_bits not in _QMAX:
         raise QuantizeError(f"quantize: weight_bits={weight_bits!r}: 8 or 4")
+    if activation_bits not in (8, 16):
+        raise QuantizeError(f"quantize: activation_bits={activation_bits!r}: 8 or 16")
+    if activation_bits == 16 and weight_bits != 8:
+        raise QuantizeError("quantize: activation_bits=16 takes int8 weights (CMSIS-NN has no s16 x s4 function)")
     names = [n for n in inspect.signature(fn).parameters]
     input_names = [n for n in names if n not in params]
     unknown = [k for k in params if k not in names]
@@ -286,8 +302,11 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
 
     for i, layer in enumerate(g.layers):
         if layer.kind == "input":
-            qp.append(activation_qparams(*ranges[id(layer)]))
+            qp.append(activation_qparams(*ranges[id(layer)], activation_bits))
             continue
+        if activation_bits == 16 and layer.kind not in S16_LAYERS:
+            raise QuantizeError(f"quantize: {layer.kind} at {layer.where} has no int16 (16x8) block yet; "
+                                "quantize with activation_bits=8")
         if layer.kind == "const":  # an operand of add/sub/mul, stored as an int8 tensor
             q = activation_qparams(*ranges[id(layer)])
             name = pname(layer.attrs["var"], f"c{i}")
@@ -298,7 +317,8 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
         src = [index[id(p)] for p in layer.ins]
         qin = qp[src[0]]
         rng = (*ranges[id(layer)], ranges[("cell", id(layer))]) if layer.kind == "lstm" else ranges[id(layer)]
-        step, q = _layer(layer, i, qin, [qp[s] for s in src], rng, src, qparams, pname, weight_bits)
+        step, q = _layer(layer, i, qin, [qp[s] for s in src], rng, src, qparams, pname, weight_bits,
+                         activation_bits)
         steps.append(step)
         qp.append(q)
     steps = _shared(steps, qparams, origin)
@@ -389,18 +409,26 @@ def _lstm(layer: Layer, i: int, qin: QParams, rng, src, qparams, pname):
     return Step("lstm", block, tuple(src), arrays=tuple(names)), q
 
 
+# the layers the 16x8 scheme quantizes (CMSIS-NN's s16 functions, or moving int16 values as they are)
+S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "add", "reshape", "pad", "transpose", "move")
+ADD_LEFT_SHIFT_S16 = 15  # TFLite's int16 add
+
+
 def _act(relu: bool, q: QParams) -> tuple[int, int]:
-    return (max(-128, q.zero_point), 127) if relu else (-128, 127)
+    top = (1 << (q.bits - 1)) - 1
+    return (max(-top - 1, q.zero_point), top) if relu else (-top - 1, top)
 
 
-def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, weight_bits: int = 8):
+def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, weight_bits: int = 8,
+           activation_bits: int = 8):
     a = layer.attrs
+    s16 = {"activation_bits": 16} if activation_bits == 16 else {}
     x_shape = tuple(layer.ins[0].out.aval.shape)
     out_shape = tuple(layer.out.aval.shape)
     if layer.kind == "lstm":
         return _lstm(layer, i, qin, rng, src, qparams, pname)
     if layer.kind in ("conv", "depthwise", "tconv", "dense"):
-        q = activation_qparams(*rng)
+        q = activation_qparams(*rng, activation_bits)
         w = a["w"]
         per_channel = layer.kind != "dense"
         bits = 8 if layer.kind == "tconv" else weight_bits
@@ -410,10 +438,13 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
         bname = pname(a["b_var"], f"b{i}") if bias is not None else None
         if bias is not None:
             qb = np.round(bias / (qin.scale * ws))
-            qparams_b = np.clip(qb, -(1 << 31), (1 << 31) - 1).astype(np.int32)
+            if s16:  # int64, carried as its int32 words
+                qparams_b = blocks.bias_words(np.clip(qb, -(1 << 62), 1 << 62).astype(np.int64))
+            else:
+                qparams_b = np.clip(qb, -(1 << 31), (1 << 31) - 1).astype(np.int32)
         mults, shifts = _mults(qin.scale * ws / q.scale)
         common = dict(input_offset=-qin.zero_point, output_offset=q.zero_point,
-                      activation=_act(layer.relu, q), multipliers=mults, shifts=shifts)
+                      activation=_act(layer.relu, q), multipliers=mults, shifts=shifts, **s16)
         if layer.kind == "conv":
             kh, kw, cin, cout = w.shape
             qparams[wname] = _quant_weights(w, ws, bits).transpose(3, 0, 1, 2)  # HWIO -> OHWI
@@ -424,7 +455,7 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
             # HWIO as XLA's stride-1 window reads it -> OHWI reversed, as TRANSPOSE_CONV scatters
             qparams[wname] = np.ascontiguousarray(_quant_weights(w, ws)[::-1, ::-1].transpose(3, 0, 1, 2))
             block = TransposeConvParams(input_dims=x_shape, filter_dims=(cout, kh, kw, cin), output_dims=out_shape,
-                                        stride=a["stride"], padding=a["padding"], **common)
+                                        stride=a["stride"], padding=a["padding"], **common)  # never s16
         elif layer.kind == "depthwise":
             kh, kw, _, cout = w.shape
             qparams[wname] = _quant_weights(w, ws, bits).transpose(2, 0, 1, 3)  # HW1C -> 1HWC
@@ -447,19 +478,20 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
         else:
             window, stride, padding, odims = a["window"], a["stride"], a["padding"], out_shape
         block = PoolParams(kind="max" if layer.kind == "maxpool" else "avg", input_dims=x_shape, filter=window,
-                           output_dims=odims, stride=stride, padding=padding, activation=_act(layer.relu, qin))
+                           output_dims=odims, stride=stride, padding=padding, activation=_act(layer.relu, qin), **s16)
         return Step(layer.kind, block, tuple(src)), qin
     if layer.kind in ("add", "sub"):  # TFLite's ADD and SUB: one scheme
-        q = activation_qparams(*rng)
+        q = activation_qparams(*rng, activation_bits)
         q1, q2 = qins
         twice = 2 * max(q1.scale, q2.scale)
+        left = ADD_LEFT_SHIFT_S16 if s16 else ADD_LEFT_SHIFT
         m1, s1 = quantize_multiplier(q1.scale / twice)
         m2, s2 = quantize_multiplier(q2.scale / twice)
-        mo, so = quantize_multiplier(twice / ((1 << ADD_LEFT_SHIFT) * q.scale))
-        block = (AddParams if layer.kind == "add" else SubParams)(shape=out_shape, input_1_offset=-q1.zero_point, input_1_mult=m1, input_1_shift=s1,
-                          input_2_offset=-q2.zero_point, input_2_mult=m2, input_2_shift=s2,
-                          left_shift=ADD_LEFT_SHIFT, out_offset=q.zero_point, out_mult=mo, out_shift=so,
-                          activation=_act(layer.relu, q))
+        mo, so = quantize_multiplier(twice / ((1 << left) * q.scale))
+        block = (AddParams if layer.kind == "add" else SubParams)(
+            shape=out_shape, input_1_offset=-q1.zero_point, input_1_mult=m1, input_1_shift=s1,
+            input_2_offset=-q2.zero_point, input_2_mult=m2, input_2_shift=s2, left_shift=left,
+            out_offset=q.zero_point, out_mult=mo, out_shift=so, activation=_act(layer.relu, q), **s16)
         return Step(layer.kind, block, tuple(src)), q
     if layer.kind == "mul":  # TFLite's MUL: the inputs' scales' product over the output's
         q = activation_qparams(*rng)

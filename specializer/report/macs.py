@@ -72,6 +72,8 @@ CMSIS_NN = {
     "arm_fully_connected_s8": _fully_connected,
     # int4 weights: the same sums
     "arm_convolve_s4": _conv, "arm_depthwise_conv_s4": _depthwise, "arm_fully_connected_s4": _fully_connected,
+    # int16 activations (16x8): the same sums
+    "arm_convolve_s16": _conv, "arm_depthwise_conv_s16": _depthwise, "arm_fully_connected_s16": _fully_connected,
     "arm_transpose_conv_s8": _transpose_conv,
     "arm_svdf_state_s16_s8": _svdf,
     "arm_svdf_s8": _svdf,
