@@ -33,5 +33,7 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
     echo "$want" > "$stamp"
 fi
 
-# QEMU TCG plugin (fetches qemu-plugin.h on first use) and the libjit bitcode.
-"$venv/bin/python" -c "from specializer.run import qemu; from specializer.library import libjit; qemu.ensure_plugin(); libjit.build()"
+# QEMU TCG plugin (fetches qemu-plugin.h on first use), the libjit bitcode and its object (what
+# the separate variant links): made once per build directory, before any comparison needs them.
+"$venv/bin/python" -c "from specializer.run import qemu; from specializer.optimize import state, variants
+qemu.ensure_plugin(); variants.library_object(state.BuildContext.default())"

@@ -104,26 +104,33 @@ def _consts(fn: str, scope: str, p) -> list[str]:
     return [f"i32 {p.num_rows}, i32 {p.row_size}, i32 {p.mult}, i32 {p.shift}, i32 {p.diff_min}, ptr"]
 
 
-@pytest.mark.parametrize("fn, block, cmsis_fn, ret", [
-    ("avgpool", "_AVG", "arm_avgpool_s8", "i32"), ("avgpool_global", "_GAP", "arm_avgpool_s8", "i32"),
-    ("maxpool", "_MAX", "arm_max_pool_s8", "i32"), ("add", "_ADD", "arm_elementwise_add_s8", "i32"),
-    ("softmax", "_SOFTMAX", "arm_softmax_s8", "void")])
-def test_activation_block_lowered_and_bit_exact_in_every_variant(fn, block, cmsis_fn, ret, tmp_path):
+ACTIVATION_BLOCKS = [("avgpool", "_AVG", "arm_avgpool_s8", "i32"), ("avgpool_global", "_GAP", "arm_avgpool_s8", "i32"),
+                     ("maxpool", "_MAX", "arm_max_pool_s8", "i32"), ("add", "_ADD", "arm_elementwise_add_s8", "i32"),
+                     ("softmax", "_SOFTMAX", "arm_softmax_s8", "void")]
+
+
+def test_activation_blocks_lowered_and_bit_exact_in_every_variant(tmp_path):
+    """The five activation blocks side by side in one model (each on its own input): each is one call
+    of its CMSIS-NN function with its constants, no XLA kernel is left, and every variant's outputs
+    equal JAX's value for value."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("blocks_model_for_params", MODEL)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    p = getattr(mod, block)
-    c = capture(MODEL, fn, tmp_path / "cap")
+    c = capture(MODEL, "activations", tmp_path / "cap")
     ir = c.model_ll.read_text()
-    assert ir.count(f"call {ret} @{cmsis_fn}(") == 1
-    assert "define ptr @" not in ir  # no XLA kernel left: the block is the call alone
-    assert [line for line in c.log if line.startswith("lowered ")] == \
-        [f"lowered {p.scope} (ffi_call.1) onto {cmsis_fn}"]
-    for text in _consts(fn, p.scope, p):
-        assert text in ir, text
-    expect = c.manifest.outputs[0].array()
-    assert expect.dtype == np.int8 and len(np.unique(expect)) > 8  # not a saturated constant
+    assert "define ptr @" not in ir  # no XLA kernel left: each block is its call alone
+    for fn, block, cmsis_fn, ret in ACTIVATION_BLOCKS:
+        p = getattr(mod, block)
+        assert ir.count(f"call {ret} @{cmsis_fn}(") == (2 if cmsis_fn == "arm_avgpool_s8" else 1), cmsis_fn
+        assert sum(line.startswith(f"lowered {p.scope} (") and line.endswith(f" onto {cmsis_fn}")
+                   for line in c.log) == 1, (fn, c.log)
+        for text in _consts("activations", p.scope, p):
+            assert text in ir, (fn, text)
+    assert len([line for line in c.log if line.startswith("lowered ")]) == len(ACTIVATION_BLOCKS)
+    for out in c.manifest.outputs:
+        expect = out.array()
+        assert expect.dtype == np.int8 and len(np.unique(expect)) > 8  # not a saturated constant
     comp = compare(inputs.load(c.model_ll), tmp_path / "cmp", variants.Options.of(unroll_candidates=()))
     assert [r.variant for r in comp.rows] == list(variants.VARIANTS)
     for r in comp.rows:  # integer outputs: pass means equal to JAX's, value for value

@@ -159,13 +159,21 @@ def _write_ir(path: Path, text: str, diff_text: bool, spec: Specialized | None =
 
 
 # libjit.o by the library bitcode and the tool that compiles it: `separate` compiles the same
-# library for every model (4 s, a quarter of a small model's comparison), so it is made once
+# library for every model, so it is made once
 # per build directory (cache.py, shared by processes) and kept in memory for a process that
 # builds many models (scripts/fuzz.py).
 _LIBRARY_OBJECTS: dict[str, bytes] = {}
 
 
 def _library_object(path: Path, context: BuildContext) -> Path:
+    path.write_bytes(library_object(context))
+    return path
+
+
+def library_object(context: BuildContext) -> bytes:
+    """libjit.o's bytes, made once per build directory (setup.sh makes it: its O2 and code
+    generation, single-threaded, took 25 s, which the first comparisons of a test run waited
+    for, one building and the others holding the lock)."""
     bitcode = context.library.bitcode
     key = cache.digest(cache.file_digest(bitcode), cache.tool_digest())
     if key not in _LIBRARY_OBJECTS:
@@ -176,8 +184,7 @@ def _library_object(path: Path, context: BuildContext) -> Path:
             _emit(lib, tmp, data_sections=True)
 
         _LIBRARY_OBJECTS[key] = cache.made(build_dir() / "objects" / f"libjit-{key[:24]}.o", make).read_bytes()
-    path.write_bytes(_LIBRARY_OBJECTS[key])
-    return path
+    return _LIBRARY_OBJECTS[key]
 
 
 def _emit(mod, path: Path, data_sections: bool = False) -> Path:

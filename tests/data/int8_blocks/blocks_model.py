@@ -247,3 +247,17 @@ depthwise_3x3 = _dw_form((1, 6, 5, 6), (1, 1), ((1, 1), (1, 1)))
 depthwise_3x3_s2 = _dw_form((1, 7, 8, 5), (2, 2), ((0, 1), (0, 1)))
 # right padding 2: the last window's middle column is right of the input; not the wrapper
 depthwise_3x3_right2 = _dw_form((1, 5, 5, 4), (1, 1), ((1, 1), (1, 2)))
+
+
+# ---------------------------------------------------------------- the activation blocks in one model
+# (test_cmsis_lowering builds it in every variant once, not each block alone)
+
+
+def activations(xa, xg, xm, x1, x2, xs):
+    return avgpool(xa), avgpool_global(xg), maxpool(xm), add(x1, x2), softmax(xs)
+
+
+activations.example_inputs = {"xa": avgpool.example_inputs["x"], "xg": avgpool_global.example_inputs["x"],
+                              "xm": maxpool.example_inputs["x"], "x1": add.example_inputs["x1"],
+                              "x2": add.example_inputs["x2"], "xs": softmax.example_inputs["x"]}
+activations.weights = {}
