@@ -237,10 +237,11 @@ def transpose_conv_model(rng, *, hw=(5, 4), cin=3, cout=5, k=(3, 3), padding=SAM
 
 
 def inputs_for(model, rng, n=3):
-    """n input sets: uniform int8 (or N(0, 2) float) data."""
+    """n input sets: uniform int8 or int16 (or N(0, 2) float) data."""
     sets = []
     for _ in range(n):
         sets.append(tuple(rng.normal(0, 2, s.shape).astype(np.float32) if s.quant is None else
+                          rng.integers(-32768, 32768, s.shape).astype(np.int16) if s.dtype == "int16" else
                           rand8(rng, s.shape) for s in model.inputs))
     return sets
 
@@ -259,7 +260,7 @@ def check(data: bytes, tmp_path, seed=0, n=3):
         want, _ = tflm.run(xs, len(model.outputs))
         for g, w in zip((np.asarray(b[k]) for b in batched), want):
             assert g.dtype == w.dtype and g.shape == w.shape
-            if g.dtype == np.int8:
+            if g.dtype.kind == "i":
                 np.testing.assert_array_equal(g, w)
             else:
                 np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * np.abs(w).max())
@@ -447,7 +448,7 @@ def test_an_unsupported_op_is_refused_by_name_and_index(tmp_path):
     msg = str(e.value)
     assert "\n" not in msg
     assert msg == ("div.tflite: operator 1 (DIV): not supported (the reader supports CONV_2D, DEPTHWISE_CONV_2D, "
-                   "FULLY_CONNECTED, AVERAGE_POOL_2D, ADD, MUL, SUB, SOFTMAX, RESHAPE, TRANSPOSE_CONV, PAD, PADV2, "
+                   "FULLY_CONNECTED, AVERAGE_POOL_2D, MAX_POOL_2D, ADD, MUL, SUB, SOFTMAX, RESHAPE, TRANSPOSE_CONV, PAD, PADV2, "
                    "CONCATENATION, TRANSPOSE, RESIZE_NEAREST_NEIGHBOR, MEAN, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, SVDF, "
                    "UNIDIRECTIONAL_SEQUENCE_LSTM)"), msg
 

@@ -236,7 +236,7 @@ REFUSED = {  # case -> (model, the line, whether TFLite Micro refuses it too)
     "two_inputs": (lambda: two_inputs(OP.LOGISTIC),
                    "m.tflite: operator 0 (LOGISTIC): 2 inputs (it takes one)", None),
     "float_output": (float_output, "m.tflite: operator 0 (HARD_SWISH): output type FLOAT32 with an INT8 input "
-                                   "(the reader takes int8 -> int8)", None),
+                                   "(the reader takes int8 -> int8 and int16 -> int16)", None),
     "per_channel": (per_channel_output, "m.tflite: operator 0 (LEAKY_RELU): output (tensor 1) needs one scale and "
                                         "zero point (per-tensor int8)", None),
 }

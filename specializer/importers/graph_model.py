@@ -29,7 +29,7 @@ class TensorSpec:
     index: Hashable                  # the value's key in the graph (a .tflite tensor index, an ONNX value)
     name: str
     shape: tuple[int, ...]
-    dtype: str                       # "int8" or "float32"
+    dtype: str                       # "int8", "int16" (16x8 files) or "float32"
     quant: QParams | None            # real = scale * (q - zero_point); None for float
 
 
@@ -136,6 +136,9 @@ def example_input(spec: TensorSpec, k: int = 0, j: int = 0) -> np.ndarray:
     if spec.quant is None:
         return rng.normal(size=spec.shape).astype(np.float32)
     spread = EXAMPLE_INT8_SPREAD * (4 if j % 2 else 1)
+    if spec.dtype == "int16":  # the same spread in real terms: int16 steps are 256 times finer
+        x = spec.quant.zero_point + rng.normal(0.0, spread * 256, spec.shape)
+        return np.clip(np.round(x), -32768, 32767).astype(np.int16)
     x = spec.quant.zero_point + rng.normal(0.0, spread, spec.shape)
     return np.clip(np.round(x), -128, 127).astype(np.int8)
 

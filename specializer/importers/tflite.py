@@ -43,23 +43,23 @@ def build_layer(g: GraphRecord, op: OpRecord, weights: dict) -> Layer:
     if x is None or x.data is not None:
         raise c.refuse("its data input is a constant")
     int8_ops = {**tflite_int8.OPS, **tflite_int8_activations.OPS, **tflite_int8_recurrent.OPS}
-    ops = {"INT8": int8_ops, "FLOAT32": tflite_float.OPS}.get(x.type)
+    ops = {"INT8": int8_ops, "INT16": tflite_int8.OPS_16X8, "FLOAT32": tflite_float.OPS}.get(x.type)
     if ops is None:
-        raise c.refuse(f"input type {x.type} (the reader takes INT8 and FLOAT32)")
+        raise c.refuse(f"input type {x.type} (the reader takes INT8, INT16 (16x8) and FLOAT32)")
     if op.name not in ops:
         raise c.refuse(f"not supported with {x.type} data")
     return ops[op.name](c, x)
 
 
 def _spec(g: GraphRecord, t: TensorRecord, what: str) -> TensorSpec:
-    if t.type not in ("INT8", "FLOAT32"):
+    if t.type not in ("INT8", "INT16", "FLOAT32"):
         raise Refused(f"{g.path.name}: {what} tensor {t.index} ('{t.name}') is {t.type} "
-                      "(the reader takes INT8 and FLOAT32)")
+                      "(the reader takes INT8, INT16 (16x8) and FLOAT32)")
     quant = None
-    if t.type == "INT8":
+    if t.type in ("INT8", "INT16"):
         if t.quant is None or len(t.quant.scales) != 1:
             raise Refused(f"{g.path.name}: {what} tensor {t.index} ('{t.name}') needs one scale and zero point")
-        quant = QParams(t.quant.scales[0], t.quant.zero_points[0])
+        quant = QParams(t.quant.scales[0], t.quant.zero_points[0], 16 if t.type == "INT16" else 8)
     return TensorSpec(t.index, t.name, t.shape, t.type.lower(), quant)
 
 

@@ -27,7 +27,8 @@ TYPE_NAMES = _names(schema.TensorType)
 PADDING_NAMES = _names(schema.Padding)
 ACTIVATION_NAMES = _names(schema.ActivationFunctionType)
 # the element types whose data the reader can hold (little-endian, as the format stores them)
-DTYPES = {"FLOAT32": np.dtype("<f4"), "INT32": np.dtype("<i4"), "INT16": np.dtype("<i2"), "INT8": np.dtype("i1")}
+DTYPES = {"FLOAT32": np.dtype("<f4"), "INT64": np.dtype("<i8"), "INT32": np.dtype("<i4"), "INT16": np.dtype("<i2"),
+          "INT8": np.dtype("i1")}
 
 # op -> (its options table, the fields read from it); RESHAPE's target shape is its output tensor's
 OPTIONS = {
@@ -38,6 +39,8 @@ OPTIONS = {
     "FULLY_CONNECTED": ("FullyConnectedOptions", ("fusedActivationFunction", "weightsFormat")),
     "AVERAGE_POOL_2D": ("Pool2DOptions", ("padding", "strideH", "strideW", "filterHeight", "filterWidth",
                                           "fusedActivationFunction")),
+    "MAX_POOL_2D": ("Pool2DOptions", ("padding", "strideH", "strideW", "filterHeight", "filterWidth",
+                                      "fusedActivationFunction")),
     "ADD": ("AddOptions", ("fusedActivationFunction",)),
     "MUL": ("MulOptions", ("fusedActivationFunction",)),
     "SUB": ("SubOptions", ("fusedActivationFunction",)),
@@ -66,7 +69,8 @@ OPTIONS = {
 # the highest version TFLite defines of each op the reader takes (LiteRT's
 # tflite/converter/tools/versioning/runtime_version.cc and op_version.cc, which succeed
 # tensorflow/lite/tools/versioning): a higher one is an op whose meaning the reader cannot know
-MAX_VERSIONS = {"CONV_2D": 8, "DEPTHWISE_CONV_2D": 7, "FULLY_CONNECTED": 14, "AVERAGE_POOL_2D": 3, "ADD": 6,
+MAX_VERSIONS = {"CONV_2D": 8, "DEPTHWISE_CONV_2D": 7, "FULLY_CONNECTED": 14, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 3,
+                "ADD": 6,
                 "MUL": 7, "SUB": 5, "SOFTMAX": 4, "RESHAPE": 1, "TRANSPOSE_CONV": 5, "PAD": 6, "PADV2": 6,
                 "CONCATENATION": 7, "TRANSPOSE": 9, "RESIZE_NEAREST_NEIGHBOR": 4, "MEAN": 3, "LOGISTIC": 3,
                 "TANH": 3, "HARD_SWISH": 1, "LEAKY_RELU": 2, "SVDF": 4, "UNIDIRECTIONAL_SEQUENCE_LSTM": 4}

@@ -13,7 +13,10 @@ derives them:
   product over the output scale, in double; SOFTMAX: PreprocessSoftmaxScaling with the file's
   beta;
 - INT4 filters of conv, depthwise and fully connected: the blocks' int4 weights (weight_bits=4),
-  kept packed as the file packs them.
+  kept packed as the file packs them;
+- 16x8 files (INT16 activations, zero points 0; INT8 filters; INT64 biases, carried as
+  blocks.bias_words): CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, AVERAGE_POOL_2D, MAX_POOL_2D,
+  ADD (left shift 15, TFLite Micro's for int16) and RESHAPE as the int16 blocks (activation_bits=16).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import QuantizeError
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
                                       MulParams, PoolParams, SubParams, TransposeConvParams)
-from specializer.quant.ptq import ADD_LEFT_SHIFT, softmax_params
+from specializer.quant.ptq import ADD_LEFT_SHIFT, ADD_LEFT_SHIFT_S16, softmax_params
 
 SOFTMAX_OUT_SCALE, SOFTMAX_OUT_ZERO_POINT = 1 / 256, -128
 
@@ -63,15 +66,16 @@ _BOUNDS = {"NONE": None, "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1
 
 
 def activation(c: OpContext, scale: float, zero_point: int) -> Pair:
-    """The op's fused activation as the int8 output's clamp."""
+    """The op's fused activation as the int8 (an INT16 output: int16) output's clamp."""
     name = ACTIVATION_NAMES.get(c.options["fusedActivationFunction"], str(c.options["fusedActivationFunction"]))
     if name not in _BOUNDS:
         raise c.refuse(f"fused activation {name} is not supported")
+    top = 32767 if c.out.type == "INT16" else 127
     if _BOUNDS[name] is None:
-        return -128, 127
+        return -top - 1, top
     lo, hi = _BOUNDS[name]
-    act = (max(-128, _quantize_bound(lo, scale, zero_point)),
-           127 if hi is None else min(127, _quantize_bound(hi, scale, zero_point)))
+    act = (max(-top - 1, _quantize_bound(lo, scale, zero_point)),
+           top if hi is None else min(top, _quantize_bound(hi, scale, zero_point)))
     if act[0] > act[1]:
         raise c.refuse(f"fused activation {name} leaves an empty output range {act}")
     return act
@@ -98,9 +102,20 @@ def _conv_multipliers(in_scale: float, w_scales, out_scale: float) -> tuple[tupl
 
 def _io(c: OpContext, x: TensorRecord) -> tuple[float, int, float, int]:
     """(input scale, input zero point, output scale, output zero point)."""
-    if c.out.type != "INT8":
-        raise c.refuse(f"output type {c.out.type} with an INT8 input (the reader takes int8 -> int8)")
-    return (*per_tensor(c, x, "input"), *per_tensor(c, c.out, "output"))
+    if c.out.type != x.type:
+        raise c.refuse(f"output type {c.out.type} with an {x.type} input (the reader takes int8 -> int8 and "
+                       "int16 -> int16)")
+    io = (*per_tensor(c, x, "input"), *per_tensor(c, c.out, "output"))
+    for what, t, zp in (("input", x, io[1]), ("output", c.out, io[3])):
+        if t.type == "INT16" and zp != 0:
+            raise c.refuse(f"{what} (tensor {t.index}) is INT16 with zero point {zp} (16x8 activations are "
+                           "symmetric: zero point 0)")
+    return io
+
+
+def _s16(x: TensorRecord) -> dict:
+    """The block's activation_bits for an INT16 (16x8) input: its extra parameters."""
+    return {"activation_bits": 16} if x.type == "INT16" else {}
 
 
 def same_quant(c: OpContext, x: TensorRecord, why: str) -> None:
@@ -114,9 +129,16 @@ def _filter(c: OpContext, out_axis: int) -> tuple[TensorRecord, tuple[str, ...],
     (filter, names, weight bits)."""
     w = c.tensor(1)
     bits = 4 if w is not None and w.type == "INT4" else 8
-    w, names = filter_and_bias(c, f"INT{bits}", "INT32", out_axis)
+    s16 = c.tensor(0).type == "INT16"
+    if s16 and c.tensor(2) is not None and c.tensor(2).type == "INT32":
+        raise c.refuse("16x8 with an INT32 bias (the reader takes TFLite's INT64 bias for int16 activations)")
+    w, names = filter_and_bias(c, f"INT{bits}", "INT64" if s16 else "INT32", out_axis)
     if bits == 4:
+        if s16:
+            raise c.refuse("INT4 filter with INT16 activations (CMSIS-NN has no s16 x s4 function)")
         c.weights[names[0]] = blocks.pack_int4(c.weights[names[0]])
+    if s16 and len(names) == 2:  # the int16 blocks take their int64 bias as int32 words
+        c.weights[names[1]] = blocks.bias_words(c.weights[names[1]])
     return w, names, bits
 
 
@@ -133,7 +155,7 @@ def conv(c: OpContext, x: TensorRecord) -> Layer:
     mults, shifts = _conv_multipliers(in_s, _weight_scales(c, w, 0, cout), out_s)
     p = ConvParams(input_dims=x.shape, filter_dims=w.shape, output_dims=c.out.shape, stride=stride, padding=pad,
                    input_offset=-in_zp, output_offset=out_zp, activation=activation(c, out_s, out_zp),
-                   multipliers=mults, shifts=shifts, dilation=dilation, weight_bits=bits)
+                   multipliers=mults, shifts=shifts, dilation=dilation, weight_bits=bits, **_s16(x))
     return c.layer(x, names, p, lambda a, wt, b=None: blocks.conv2d(a, wt, b, p))
 
 
@@ -164,7 +186,7 @@ def depthwise(c: OpContext, x: TensorRecord) -> Layer:
     p = DepthwiseParams(input_dims=x.shape, filter_dims=w.shape, output_dims=c.out.shape, ch_mult=mult,
                         stride=stride, padding=pad, input_offset=-in_zp, output_offset=out_zp,
                         activation=activation(c, out_s, out_zp), multipliers=mults, shifts=shifts,
-                        dilation=dilation, weight_bits=bits)
+                        dilation=dilation, weight_bits=bits, **_s16(x))
     return c.layer(x, names, p, lambda a, wt, b=None: blocks.depthwise_conv2d(a, wt, b, p))
 
 
@@ -184,22 +206,30 @@ def dense(c: OpContext, x: TensorRecord) -> Layer:
         mults, shifts = _conv_multipliers(in_s, scales, out_s)
     p = FullyConnectedParams(batch=size // n_in, in_features=n_in, out_features=n_out, input_offset=-in_zp,
                              output_offset=out_zp, activation=activation(c, out_s, out_zp), multipliers=mults,
-                             shifts=shifts, weight_bits=bits)
+                             shifts=shifts, weight_bits=bits, **_s16(x))
     out_shape = c.out.shape
     return c.layer(x, names, p, lambda a, wt, b=None: blocks.fully_connected(a.reshape(p.batch, n_in), wt, b, p)
                    .reshape(out_shape))
 
 
 def avg_pool(c: OpContext, x: TensorRecord) -> Layer:
+    return _pool(c, x, "avg", blocks.avg_pool)
+
+
+def max_pool(c: OpContext, x: TensorRecord) -> Layer:
+    return _pool(c, x, "max", blocks.max_pool)
+
+
+def _pool(c: OpContext, x: TensorRecord, kind: str, block) -> Layer:
     _, _, out_s, out_zp = _io(c, x)
-    same_quant(c, x, "TFLite's int8 average pool does not rescale")
+    same_quant(c, x, f"TFLite's integer {kind} pool does not rescale")
     nhwc(c, x)
     nhwc_out(c, x, x.shape[3], f"the input {x.shape}")
     stride, window = pool_window(c)
     pad = padding(c, x.shape[1:3], window, stride, (1, 1), c.out.shape[1:3])
-    p = PoolParams(kind="avg", input_dims=x.shape, filter=window, output_dims=c.out.shape, stride=stride,
-                   padding=pad, activation=activation(c, out_s, out_zp))
-    return c.layer(x, (), p, lambda a: blocks.avg_pool(a, p))
+    p = PoolParams(kind=kind, input_dims=x.shape, filter=window, output_dims=c.out.shape, stride=stride,
+                   padding=pad, activation=activation(c, out_s, out_zp), **_s16(x))
+    return c.layer(x, (), p, lambda a: block(a, p))
 
 
 def add(c: OpContext, x: TensorRecord) -> Layer:
@@ -217,13 +247,19 @@ def _add_or_sub(c: OpContext, x: TensorRecord, params, block) -> Layer:
     s1, z1, out_s, out_zp = _io(c, x)
     s2, z2 = per_tensor(c, y, "input 2")
     twice = 2 * max(s1, s2)
+    left = ADD_LEFT_SHIFT_S16 if x.type == "INT16" else ADD_LEFT_SHIFT  # TFLite Micro's add.cc
     (m1, sh1), (m2, sh2) = tflite_multiplier(s1 / twice), tflite_multiplier(s2 / twice)
-    mo, so = tflite_multiplier(twice / ((1 << ADD_LEFT_SHIFT) * out_s))
+    mo, so = tflite_multiplier(twice / ((1 << left) * out_s))
     if so > 0:  # TFLite's QuantizeMultiplierSmallerThanOneExp would stop here
         raise c.refuse(f"output scale {out_s} is too small for the inputs' (the multiplier must be below 1)")
+    if y.type != x.type:
+        raise c.refuse(f"input 2 is {y.type}, input 1 {x.type}")
+    if y.type == "INT16" and z2 != 0:
+        raise c.refuse(f"input 2 (tensor {y.index}) is INT16 with zero point {z2} (16x8 activations are "
+                       "symmetric: zero point 0)")
     p = params(shape=x.shape, input_1_offset=-z1, input_1_mult=m1, input_1_shift=sh1, input_2_offset=-z2,
-               input_2_mult=m2, input_2_shift=sh2, left_shift=ADD_LEFT_SHIFT, out_offset=out_zp, out_mult=mo,
-               out_shift=so, activation=activation(c, out_s, out_zp))
+               input_2_mult=m2, input_2_shift=sh2, left_shift=left, out_offset=out_zp, out_mult=mo,
+               out_shift=so, activation=activation(c, out_s, out_zp), **_s16(x))
     return c.layer(x, (), p, lambda a, b: block(a, b, p), inputs=(x.index, y.index))
 
 
@@ -268,5 +304,8 @@ def reshape_int8(c: OpContext, x: TensorRecord) -> Layer:
 
 
 OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
-       "ADD": add, "SUB": sub, "MUL": mul, "SOFTMAX": softmax, "RESHAPE": reshape_int8,
+       "MAX_POOL_2D": max_pool, "ADD": add, "SUB": sub, "MUL": mul, "SOFTMAX": softmax, "RESHAPE": reshape_int8,
        "TRANSPOSE_CONV": transpose_conv, "MEAN": mean, **tflite_movement.OPS}
+# 16x8 files: the ops with an int16 block
+OPS_16X8 = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
+            "MAX_POOL_2D": max_pool, "ADD": add, "RESHAPE": reshape_int8}

@@ -1,0 +1,216 @@
+"""TFLite's 16x8 files (int16 activations with zero point 0, int8 weights, INT64 biases: what the
+converter writes for EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8) read into the
+int16 blocks (quantize(activation_bits=16)'s), which capture lowers onto CMSIS-NN's s16
+functions. Each op on the host against TFLite Micro's reference kernels, int16 value for value,
+over odd shapes, padding, stride 2, a depthwise multiplier of 2, fused relu; a network of them in
+every variant on QEMU, bit-exact with TFLite Micro; what the reader refuses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from every_variant import every_variant_passes
+from test_tflite_import import (ACT, OP, SAME, VALID, check, conv_options, fb, me, model_bytes, operator, out_size)
+
+from specializer.capture import imported
+from specializer.capture.capture import capture
+from specializer.errors import UserError
+from specializer.importers.tflite import read_tflite
+from specializer.report import macs
+
+
+def act16(shape, scale, name="t", zero_point=0):
+    return me.Tensor(shape=shape, dtype=fb.TensorType.INT16, quantization=me.Quantization(float(scale), zero_point),
+                     name=name)
+
+
+def filter8(rng, shape, scales, axis, name):
+    scales = [float(s) for s in np.atleast_1d(scales)]
+    return me.Tensor(shape=shape, dtype=fb.TensorType.INT8, data=rng.integers(-127, 128, shape).astype(np.int8),
+                     quantization=me.Quantization(scales, [0] * len(scales), axis), name=name)
+
+
+def bias(rng, n, scales, name, dtype=fb.TensorType.INT64):
+    np_type = np.int64 if dtype == fb.TensorType.INT64 else np.int32
+    return me.Tensor(shape=(n,), dtype=dtype, data=rng.integers(-400000, 400000, n).astype(np_type), name=name,
+                     quantization=me.Quantization([float(s) for s in np.broadcast_to(scales, n)], [0] * n, 0))
+
+
+def spread16(depth: int, in_s: float, w_s: float) -> float:
+    """An output scale that spreads the accumulator of uniform int16 x int8 data (about 18900 *
+    73 * sqrt(depth)) over about a third of int16."""
+    return float(in_s * w_s * 18900 * 73 * np.sqrt(depth) / 11000)
+
+
+def conv_layer(rng, x, in_s, hw, cin, *, depthwise=False, mult=1, cout=5, k=(3, 3), stride=(1, 1), padding=SAME,
+               act=ACT.NONE, per_channel=True, bias_type=fb.TensorType.INT64, name="c"):
+    """(op, output tensor, its scale, its spatial size) of a 16x8 conv or depthwise."""
+    n_out = cin * mult if depthwise else cout
+    oh, ow = (out_size(hw[i], k[i], stride[i], 1, padding) for i in range(2))
+    w_s = rng.uniform(0.5, 2.0, n_out if per_channel else 1) / 127
+    y_s = spread16(k[0] * k[1] * (1 if depthwise else cin), in_s, w_s.mean())
+    y = act16((1, oh, ow, n_out), y_s, f"{name}_y")
+    w = filter8(rng, (1, *k, n_out) if depthwise else (n_out, *k, cin), w_s,
+                (3 if depthwise else 0) if per_channel else None, f"{name}_w")
+    b = bias(rng, n_out, in_s * w_s, f"{name}_b", bias_type)
+    opts = conv_options(padding, stride, (1, 1), act, mult if depthwise else None)
+    code = OP.DEPTHWISE_CONV_2D if depthwise else OP.CONV_2D
+    return operator(code, [x, w, b], [y], *opts), y, y_s, (oh, ow)
+
+
+def dense_layer(rng, x, in_s, n_in, n_out=7, name="d"):
+    w_s = rng.uniform(0.5, 2.0) / 127
+    y_s = spread16(n_in, in_s, w_s)
+    y = act16((1, n_out), y_s, f"{name}_y")
+    w = filter8(rng, (n_out, n_in), w_s, None, f"{name}_w")
+    b = bias(rng, n_out, float(np.float32(in_s) * np.float32(w_s)), f"{name}_b")
+    o = fb.FullyConnectedOptionsT()
+    return operator(OP.FULLY_CONNECTED, [x, w, b], [y], o, fb.BuiltinOptions.FullyConnectedOptions), y, y_s
+
+
+def pool_layer(x, s, hw, c, *, kind=OP.MAX_POOL_2D, window=(2, 2), stride=(2, 2), padding=SAME, name="p"):
+    o = fb.Pool2DOptionsT()
+    o.padding, (o.strideH, o.strideW), (o.filterHeight, o.filterWidth) = padding, stride, window
+    oh, ow = (out_size(hw[i], window[i], stride[i], 1, padding) for i in range(2))
+    y = act16((1, oh, ow, c), s, f"{name}_y")
+    return operator(kind, [x], [y], o, fb.BuiltinOptions.Pool2DOptions), y, (oh, ow)
+
+
+def add_layer(a, b, shape, out_s, act=ACT.NONE, name="a"):
+    o = fb.AddOptionsT()
+    o.fusedActivationFunction = act
+    y = act16(shape, out_s, f"{name}_y")
+    return operator(OP.ADD, [a, b], [y], o, fb.BuiltinOptions.AddOptions), y
+
+
+def one_op(kind, seed=0, **kw) -> bytes:
+    rng = np.random.default_rng(seed)
+    hw, cin, in_s = kw.pop("hw", (9, 8)), kw.pop("cin", 3), 0.002
+    if kind == "dense":
+        n_in = kw.pop("n_in", 24)
+        x = act16((1, n_in), in_s, "x")
+        op, y, _ = dense_layer(rng, x, in_s, n_in, **kw)
+        return model_bytes([op], [x], [y])
+    x = act16((1, *hw, cin), in_s, "x")
+    if kind in ("max_pool", "avg_pool"):
+        op, y, _ = pool_layer(x, in_s, hw, cin, kind=OP.MAX_POOL_2D if kind == "max_pool" else OP.AVERAGE_POOL_2D,
+                              **kw)
+        return model_bytes([op], [x], [y])
+    if kind == "add":
+        b = act16((1, *hw, cin), in_s * 1.7, "b")
+        op, y = add_layer(x, b, (1, *hw, cin), in_s * 2.1, **kw)
+        return model_bytes([op], [x, b], [y])
+    op, y, _, _ = conv_layer(rng, x, in_s, hw, cin, depthwise=kind == "depthwise", **kw)
+    return model_bytes([op], [x], [y])
+
+
+CASES = {
+    "conv": ("conv", dict()),
+    "conv_valid_stride2_per_tensor": ("conv", dict(padding=VALID, stride=(2, 2), per_channel=False)),
+    "conv_1x1_odd_relu": ("conv", dict(k=(1, 1), cin=7, cout=9, act=ACT.RELU)),
+    "depthwise": ("depthwise", dict(cin=6)),
+    "depthwise_multiplier2": ("depthwise", dict(cin=3, mult=2)),
+    "depthwise_stride2_relu": ("depthwise", dict(cin=5, stride=(2, 2), act=ACT.RELU)),
+    "dense": ("dense", dict()),
+    "dense_odd": ("dense", dict(n_in=25, n_out=9)),
+    "max_pool": ("max_pool", dict(cin=5, window=(3, 2))),
+    "avg_pool": ("avg_pool", dict(cin=6, window=(3, 3), stride=(2, 1))),
+    "add": ("add", dict(cin=5)),
+    "add_relu": ("add", dict(cin=4, act=ACT.RELU)),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_op_equals_tflite_micro(case, tmp_path):
+    kind, kw = CASES[case]
+    data = one_op(kind, **kw)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(data)
+    layer = read_tflite(path).layers[0]
+    assert layer.block.activation_bits == 16 and layer.block.op.endswith("_s16")
+    out = check(data, tmp_path, n=4)
+    assert out.dtype == np.int16
+    inside = out[(out > -32768) & (out < 32767)]
+    assert len(np.unique(inside)) >= min(20 if "relu" in case else 60, out.size * 3 // 4), np.unique(out)
+
+
+def network(seed=0) -> bytes:
+    """x [1, 9, 8, 3] -> conv 3x3 stride 2 relu (6 channels) -> depthwise 3x3 multiplier 2 (12)
+    -> max pool 2x2 -> + a 1x1 conv of it -> average pool -> dense 12 -> 5, all 16x8."""
+    rng = np.random.default_rng(seed)
+    in_s = 0.002
+    x = act16((1, 9, 8, 3), in_s, "x")
+    c1, y1, s1, hw1 = conv_layer(rng, x, in_s, (9, 8), 3, cout=6, stride=(2, 2), act=ACT.RELU, name="c1")
+    c2, y2, s2, hw2 = conv_layer(rng, y1, s1, hw1, 6, depthwise=True, mult=2, name="c2")
+    p1, y3, hw3 = pool_layer(y2, s2, hw2, 12, name="p1")
+    c3, y4, s4, _ = conv_layer(rng, y3, s2, hw3, 12, cout=12, k=(1, 1), name="c3")
+    a, y5 = add_layer(y3, y4, (1, *hw3, 12), 2 * max(s2, s4), act=ACT.RELU)
+    p2, y6, _ = pool_layer(y5, 2 * max(s2, s4), hw3, 12, kind=OP.AVERAGE_POOL_2D, window=hw3, stride=(1, 1),
+                           padding=VALID, name="p2")
+    r = fb.ReshapeOptionsT()
+    r.newShape = [1, 12]
+    y7 = act16((1, 12), 2 * max(s2, s4), "flat")
+    flat = operator(OP.RESHAPE, [y6], [y7], r, fb.BuiltinOptions.ReshapeOptions)
+    d, y8, _ = dense_layer(rng, y7, 2 * max(s2, s4), 12, n_out=5)
+    return model_bytes([c1, c2, p1, c3, a, p2, flat, d], [x], [y8])
+
+
+def test_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
+    path = tmp_path / "net16x8.tflite"
+    path.write_bytes(network())
+    c = capture(path, None, tmp_path / "cap")
+    assert [line.split(" onto ")[1] for line in c.log if line.startswith("lowered ")] == \
+        ["arm_convolve_s16", "arm_depthwise_conv_s16", "arm_max_pool_s16", "arm_convolve_s16",
+         "arm_elementwise_add_s16", "arm_avgpool_s16", "arm_fully_connected_s16"]
+    x = c.manifest.inputs[0].array()
+    assert x.dtype == np.int16
+    (want,) = imported.run_tflite_micro(imported.read(path), [(x,)])[0]
+    got = c.manifest.outputs[0].array()
+    np.testing.assert_array_equal(got, want)  # the reference QEMU is held to is TFLite Micro's
+    assert got.dtype == np.int16 and len(np.unique(got)) == 5
+    # conv 5x4x6 outputs of 27 taps, depthwise 5x4x12 of 9, the 1x1 conv 3x2x12 of 12, dense 5 of 12
+    assert macs.count(c.model_ll.read_text()) == 5 * 4 * 6 * 27 + 5 * 4 * 12 * 9 + 3 * 2 * 12 * 12 + 12 * 5
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
+
+
+def _refused(data: bytes, tmp_path) -> str:
+    path = tmp_path / "m.tflite"
+    path.write_bytes(data)
+    with pytest.raises(UserError) as e:
+        read_tflite(path)
+    assert "\n" not in str(e.value)
+    return str(e.value)
+
+
+def test_what_the_reader_refuses_is_one_line(tmp_path):
+    rng = np.random.default_rng(3)
+    x = act16((1, 5, 5, 2), 0.01, "x")
+    op, y, _, _ = conv_layer(rng, x, 0.01, (5, 5), 2, bias_type=fb.TensorType.INT32)
+    assert "INT32 bias" in _refused(model_bytes([op], [x], [y]), tmp_path)
+    xz = act16((1, 5, 5, 2), 0.01, "x", zero_point=3)
+    op, y, _, _ = conv_layer(rng, xz, 0.01, (5, 5), 2)
+    assert "zero point 3" in _refused(model_bytes([op], [xz], [y]), tmp_path)
+    o = fb.SoftmaxOptionsT()
+    o.beta = 1.0
+    xs, ys = act16((1, 10), 0.01, "x"), act16((1, 10), 1 / 32768, "y")
+    msg = _refused(model_bytes([operator(OP.SOFTMAX, [xs], [ys], o, fb.BuiltinOptions.SoftmaxOptions)], [xs], [ys]),
+                   tmp_path)
+    assert "SOFTMAX" in msg and "INT16" in msg
+
+
+@pytest.mark.parametrize("padding", [SAME, VALID])
+def test_int8_max_pool_equals_tflite_micro(padding, tmp_path):
+    """MAX_POOL_2D came with the 16x8 ops; int8 files read it too (CMSIS-NN's arm_max_pool_s8)."""
+    from test_tflite_import import act8
+
+    o = fb.Pool2DOptionsT()
+    o.padding, (o.strideH, o.strideW), (o.filterHeight, o.filterWidth) = padding, (2, 2), (3, 2)
+    o.fusedActivationFunction = ACT.RELU
+    oh, ow = out_size(7, 3, 2, 1, padding), out_size(9, 2, 2, 1, padding)
+    x, y = act8((1, 7, 9, 5), 0.1, -7, "x"), act8((1, oh, ow, 5), 0.1, -7, "y")
+    data = model_bytes([operator(OP.MAX_POOL_2D, [x], [y], o, fb.BuiltinOptions.Pool2DOptions)], [x], [y])
+    path = tmp_path / "m.tflite"
+    path.write_bytes(data)
+    assert read_tflite(path).layers[0].block.op == "max_pool_s8"
+    out = check(data, tmp_path, n=4)
+    assert out.min() == -7 and len(np.unique(out)) > 60  # relu's clamp at the zero point, the rest spread
