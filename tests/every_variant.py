@@ -17,6 +17,29 @@ def every_variant_passes(model_ll, tmp_path, exact: bool):
     return comp
 
 
+def jitted(model, values: bool = False):
+    """A quantize() model compiled as one program, called with keyword arguments (`values`: its
+    values, inputs then every step's output, not its outputs). Eager, each small op of the blocks
+    compiles on its own (7.6 s against 0.9 s for a 20-step model); under values_only() its
+    products are one dot each, the same integers."""
+    import jax
+
+    from specializer.quant import blocks
+
+    fn = jax.jit(lambda a: model.values(**a) if values else model(**a))
+
+    def call(**args):
+        with blocks.values_only():
+            return fn(args)
+
+    return call
+
+
+def int_values(model, **args) -> list:
+    """jitted(model, values=True)(**args), once."""
+    return jitted(model, values=True)(**args)
+
+
 def model_namespace(source: str, filename: str) -> dict:
     """A model file's source run as Python: its globals (the model, its weights, its data)."""
     ns: dict = {}

@@ -5,7 +5,7 @@ quantization kept; close to the float model, and every variant on QEMU equal to 
 
 import numpy as np
 import pytest
-from every_variant import captured_source, every_variant_passes, model_namespace
+from every_variant import captured_source, every_variant_passes, int_values, model_namespace
 
 from specializer.quant.ptq import quantize
 
@@ -57,7 +57,7 @@ def test_movements_keep_the_quantization_and_stay_close_to_float():
             assert model.step_qparams[k] == qs[s.ins[0]], (k, s.block[0])
     # the int8 op is the float op on int8 values: nearest resize of the int8 map, exactly
     x8 = model.inputs["x"].quantize(ns["calibration"][3]["x"])
-    vals = model.values(x=x8, **qp)
+    vals = int_values(model, x=x8, **qp)
     first = next(k for k, s in enumerate(model.steps) if s.kind == "move")
     src = np.asarray(vals[model.steps[first].ins[0]])
     np.testing.assert_array_equal(np.asarray(vals[n_in + first]), np.repeat(src, 2, axis=1))
@@ -105,7 +105,7 @@ def test_split_is_a_slice_per_part():
     model, qp = quantize(gates, w, cal)
     assert [s.kind for s in model.steps] == ["dense", "move", "move", "move", "logistic", "tanh"]
     x8 = model.inputs["x"].quantize(cal[0]["x"])
-    vals = model.values(x=x8, **qp)
+    vals = int_values(model, x=x8, **qp)
     dense = np.asarray(vals[1])
     for k, (lo, hi) in enumerate(((0, 2), (2, 6), (6, 9))):  # the int8 parts are the int8 product's columns
         np.testing.assert_array_equal(np.asarray(vals[2 + k]), dense[:, lo:hi])

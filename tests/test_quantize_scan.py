@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from every_variant import captured_source, every_variant_passes, model_namespace
+from every_variant import captured_source, every_variant_passes, jitted, model_namespace
 
 from specializer.quant.graph import QuantizeError
 from specializer.quant.ptq import quantize
@@ -105,11 +105,12 @@ def test_the_scan_is_the_python_loop_and_stores_each_weight_once(scan_and_loop):
     # (bhn's int32 scale is its step's r * (h @ un) scale, which differs)
     assert sorted(scan["params"]) == ["bhn", "bhn_", "bn", "br", "bz", "fc", "un", "ur", "uz", "wn", "wr", "wz"]
     assert sorted(loop["params"]) == sorted(scan["params"])
+    a, b = scan["gru_int8"], loop["gru_int8"]
+    run_a, run_b = jitted(a), jitted(b)
     for cal in scan["calibration"][:6]:
-        a, b = scan["gru_int8"], loop["gru_int8"]
         xa = {k: a.inputs[k].quantize(v) for k, v in cal.items()}
         xb = {k: b.inputs[k].quantize(v) for k, v in cal.items()}
-        assert np.array_equal(np.asarray(a(**xa, **scan["params"])), np.asarray(b(**xb, **loop["params"])))
+        assert np.array_equal(np.asarray(run_a(**xa, **scan["params"])), np.asarray(run_b(**xb, **loop["params"])))
 
 
 def test_close_to_float(scan_and_loop):

@@ -1,5 +1,6 @@
 """int8 SVDF models in every variant on QEMU: a .tflite keyword tail (SVDF -> FULLY_CONNECTED ->
-SOFTMAX) bit-exact with TFLite Micro, and a streaming model written as a user writes one with
+SOFTMAX) bit-exact with TFLite Micro (its int8-state form captured and held to TFLite Micro, its
+int16-state form also built five ways), and a streaming model written as a user writes one with
 the block, its state carried over twelve frames by lax.scan, so QEMU's call updates a state
 that is not zero (bit-exact with JAX's block, which test_svdf_s8.py holds equal to TFLite
 Micro's kernel from any state). Each with an int16 state (arm_svdf_state_s16_s8) and an int8
@@ -71,7 +72,7 @@ def stream_source(bits: int) -> str:
 
 
 @pytest.mark.parametrize("bits", [16, 8])
-def test_imported_keyword_tail_bit_exact_with_tflite_micro_in_every_variant(bits, tmp_path):
+def test_imported_keyword_tail_bit_exact_with_tflite_micro(bits, tmp_path):
     path = tmp_path / "kws_svdf.tflite"
     path.write_bytes(keyword_svdf(bits=bits))
     c = capture(path, None, tmp_path / "cap")
@@ -84,7 +85,8 @@ def test_imported_keyword_tail_bit_exact_with_tflite_micro_in_every_variant(bits
     assert len(np.unique(got)) >= 6  # the softmax spreads
     # SVDF: 32 filters x (40 features + 8 memory); the dense layer 16 x 12
     assert macs.count(c.model_ll.read_text()) == 32 * (40 + 8) + 16 * 12
-    every_variant_passes(c.model_ll, tmp_path, exact=True)
+    if bits == 16:  # an int8 state's call runs in every variant in the streaming model below
+        every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
 @pytest.mark.parametrize("bits", [16, 8])
