@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from every_variant import jitted
 from jax import lax
 
 from specializer.quant.graph import QuantizeError
@@ -65,8 +66,8 @@ def test_lenet_quantized_close_to_float_and_deterministic():
     assert list(qp) == list(qp2) and all(np.array_equal(qp[k], qp2[k]) for k in qp)
     assert [s.block for s in model.steps] == [s.block for s in model2.steps]
     x = model.inputs["x"].quantize(held.uniform(0, 1, shape))
-    a = np.asarray(jax.jit(model)(x, **qp))
-    assert np.array_equal(a, np.asarray(jax.jit(model2)(x, **qp2))) and a.dtype == np.int8
+    a = np.asarray(jitted(model)(x=x, **qp))
+    assert np.array_equal(a, np.asarray(jitted(model2)(x=x, **qp2))) and a.dtype == np.int8
 
 
 def _rooted(x, w):
