@@ -124,6 +124,11 @@ def test_what_the_scheme_cannot_take_is_refused_in_one_line():
             quantize(fn, w, x, **kw)
         assert "\n" not in str(e.value) and msg in str(e.value), str(e.value)
     assert "has no int16 (16x8) block yet; quantize with activation_bits=8" in str(e.value)
+    # a dense layer whose outputs cancel to almost nothing: its multiplier's shift passes 14, one line
+    with pytest.raises(QuantizeError) as e:
+        quantize(lambda x, w: x @ w, {"w": np.array([[1.0], [-1.0]], np.float32)},
+                 [{"x": np.array([[1.0, 1.0000001]], np.float32)}], activation_bits=16)
+    assert "\n" not in str(e.value) and "quantize: " in str(e.value) and "> 14" in str(e.value), str(e.value)
 
 
 def jax_softmax(v):

@@ -43,28 +43,29 @@ def spread16(depth: int, in_s: float, w_s: float) -> float:
 
 
 def conv_layer(rng, x, in_s, hw, cin, *, depthwise=False, mult=1, cout=5, k=(3, 3), stride=(1, 1), padding=SAME,
-               act=ACT.NONE, per_channel=True, bias_type=fb.TensorType.INT64, name="c"):
+               dilation=(1, 1), act=ACT.NONE, per_channel=True, bias_type=fb.TensorType.INT64, bias_=True, name="c"):
     """(op, output tensor, its scale, its spatial size) of a 16x8 conv or depthwise."""
     n_out = cin * mult if depthwise else cout
-    oh, ow = (out_size(hw[i], k[i], stride[i], 1, padding) for i in range(2))
+    oh, ow = (out_size(hw[i], k[i], stride[i], dilation[i], padding) for i in range(2))
     w_s = rng.uniform(0.5, 2.0, n_out if per_channel else 1) / 127
     y_s = spread16(k[0] * k[1] * (1 if depthwise else cin), in_s, w_s.mean())
     y = act16((1, oh, ow, n_out), y_s, f"{name}_y")
     w = filter8(rng, (1, *k, n_out) if depthwise else (n_out, *k, cin), w_s,
                 (3 if depthwise else 0) if per_channel else None, f"{name}_w")
-    b = bias(rng, n_out, in_s * w_s, f"{name}_b", bias_type)
-    opts = conv_options(padding, stride, (1, 1), act, mult if depthwise else None)
+    b = [bias(rng, n_out, in_s * w_s, f"{name}_b", bias_type)] if bias_ else []
+    opts = conv_options(padding, stride, dilation, act, mult if depthwise else None)
     code = OP.DEPTHWISE_CONV_2D if depthwise else OP.CONV_2D
-    return operator(code, [x, w, b], [y], *opts), y, y_s, (oh, ow)
+    return operator(code, [x, w, *b], [y], *opts), y, y_s, (oh, ow)
 
 
-def dense_layer(rng, x, in_s, n_in, n_out=7, name="d"):
-    w_s = rng.uniform(0.5, 2.0) / 127
-    y_s = spread16(n_in, in_s, w_s)
-    y = act16((1, n_out), y_s, f"{name}_y")
-    w = filter8(rng, (n_out, n_in), w_s, None, f"{name}_w")
-    b = bias(rng, n_out, float(np.float32(in_s) * np.float32(w_s)), f"{name}_b")
+def dense_layer(rng, x, in_s, n_in, n_out=7, per_channel=False, batch=1, act=ACT.NONE, name="d"):
+    w_s = rng.uniform(0.5, 2.0, n_out if per_channel else 1) / 127
+    y_s = spread16(n_in, in_s, w_s.mean())
+    y = act16((batch, n_out), y_s, f"{name}_y")
+    w = filter8(rng, (n_out, n_in), w_s, 0 if per_channel else None, f"{name}_w")
+    b = bias(rng, n_out, [float(np.float32(in_s) * np.float32(s)) for s in w_s], f"{name}_b")
     o = fb.FullyConnectedOptionsT()
+    o.fusedActivationFunction = act
     return operator(OP.FULLY_CONNECTED, [x, w, b], [y], o, fb.BuiltinOptions.FullyConnectedOptions), y, y_s
 
 
@@ -88,7 +89,7 @@ def one_op(kind, seed=0, **kw) -> bytes:
     hw, cin, in_s = kw.pop("hw", (9, 8)), kw.pop("cin", 3), 0.002
     if kind == "dense":
         n_in = kw.pop("n_in", 24)
-        x = act16((1, n_in), in_s, "x")
+        x = act16((kw.get("batch", 1), n_in), in_s, "x")
         op, y, _ = dense_layer(rng, x, in_s, n_in, **kw)
         return model_bytes([op], [x], [y])
     x = act16((1, *hw, cin), in_s, "x")
@@ -111,8 +112,11 @@ CASES = {
     "depthwise": ("depthwise", dict(cin=6)),
     "depthwise_multiplier2": ("depthwise", dict(cin=3, mult=2)),
     "depthwise_stride2_relu": ("depthwise", dict(cin=5, stride=(2, 2), act=ACT.RELU)),
+    "conv_dilated_no_bias_relu6": ("conv", dict(dilation=(2, 1), bias_=False, act=ACT.RELU6)),
+    "depthwise_dilated_relu_n1_to_1": ("depthwise", dict(cin=4, dilation=(1, 2), act=ACT.RELU_N1_TO_1)),
     "dense": ("dense", dict()),
     "dense_odd": ("dense", dict(n_in=25, n_out=9)),
+    "dense_per_channel_batch2": ("dense", dict(per_channel=True, batch=2)),
     "max_pool": ("max_pool", dict(cin=5, window=(3, 2))),
     "avg_pool": ("avg_pool", dict(cin=6, window=(3, 3), stride=(2, 1))),
     "add": ("add", dict(cin=5)),
@@ -132,16 +136,19 @@ def test_each_op_equals_tflite_micro(case, tmp_path):
     assert out.dtype == np.int16
     inside = out[(out > -32768) & (out < 32767)]
     assert len(np.unique(inside)) >= min(20 if "relu" in case else 60, out.size * 3 // 4), np.unique(out)
+    if "relu6" in case or "n1_to_1" in case:  # the clamp at the bound's quantized value is reached
+        assert out.max() < 32767 and (out == out.max()).sum() > 1
 
 
 def network(seed=0) -> bytes:
-    """x [1, 9, 8, 3] -> conv 3x3 stride 2 relu (6 channels) -> depthwise 3x3 multiplier 2 (12)
-    -> max pool 2x2 -> + a 1x1 conv of it -> average pool -> dense 12 -> 5, all 16x8."""
+    """x [1, 9, 8, 3] -> conv 3x3 stride 2 relu (6 channels) -> depthwise 3x3 multiplier 2 dilated
+    (2, 1) (12) -> max pool 2x2 -> + a 1x1 conv of it -> average pool -> dense 12 -> 7 relu ->
+    dense 7 -> 5 per channel, all 16x8."""
     rng = np.random.default_rng(seed)
     in_s = 0.002
     x = act16((1, 9, 8, 3), in_s, "x")
     c1, y1, s1, hw1 = conv_layer(rng, x, in_s, (9, 8), 3, cout=6, stride=(2, 2), act=ACT.RELU, name="c1")
-    c2, y2, s2, hw2 = conv_layer(rng, y1, s1, hw1, 6, depthwise=True, mult=2, name="c2")
+    c2, y2, s2, hw2 = conv_layer(rng, y1, s1, hw1, 6, depthwise=True, mult=2, dilation=(2, 1), name="c2")
     p1, y3, hw3 = pool_layer(y2, s2, hw2, 12, name="p1")
     c3, y4, s4, _ = conv_layer(rng, y3, s2, hw3, 12, cout=12, k=(1, 1), name="c3")
     a, y5 = add_layer(y3, y4, (1, *hw3, 12), 2 * max(s2, s4), act=ACT.RELU)
@@ -151,8 +158,10 @@ def network(seed=0) -> bytes:
     r.newShape = [1, 12]
     y7 = act16((1, 12), 2 * max(s2, s4), "flat")
     flat = operator(OP.RESHAPE, [y6], [y7], r, fb.BuiltinOptions.ReshapeOptions)
-    d, y8, _ = dense_layer(rng, y7, 2 * max(s2, s4), 12, n_out=5)
-    return model_bytes([c1, c2, p1, c3, a, p2, flat, d], [x], [y8])
+    d, y8, s8 = dense_layer(rng, y7, 2 * max(s2, s4), 12, n_out=7, act=ACT.RELU)
+    # per channel: arm_fully_connected_s16 takes one multiplier, so this one stays XLA's code
+    d2, y9, _ = dense_layer(rng, y8, s8, 7, n_out=5, per_channel=True, name="d2")
+    return model_bytes([c1, c2, p1, c3, a, p2, flat, d, d2], [x], [y9])
 
 
 def test_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
@@ -168,8 +177,11 @@ def test_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
     got = c.manifest.outputs[0].array()
     np.testing.assert_array_equal(got, want)  # the reference QEMU is held to is TFLite Micro's
     assert got.dtype == np.int16 and len(np.unique(got)) == 5
-    # conv 5x4x6 outputs of 27 taps, depthwise 5x4x12 of 9, the 1x1 conv 3x2x12 of 12, dense 5 of 12
-    assert macs.count(c.model_ll.read_text()) == 5 * 4 * 6 * 27 + 5 * 4 * 12 * 9 + 3 * 2 * 12 * 12 + 12 * 5
+    assert any("kept XLA's code for cmsis_nn.fully_connected_s16." in line and "per-channel" in line
+               and "arm_fully_connected_s16" in line for line in c.log), c.log
+    # the lowered calls: conv 5x4x6 outputs of 27 taps, depthwise 5x4x12 of 9, the 1x1 conv
+    # 3x2x12 of 12, dense 7 of 12 (the per-channel one is XLA's code: not a kernel call)
+    assert macs.count(c.model_ll.read_text()) == 5 * 4 * 6 * 27 + 5 * 4 * 12 * 9 + 3 * 2 * 12 * 12 + 12 * 7
     every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
@@ -196,6 +208,12 @@ def test_what_the_reader_refuses_is_one_line(tmp_path):
     msg = _refused(model_bytes([operator(OP.SOFTMAX, [xs], [ys], o, fb.BuiltinOptions.SoftmaxOptions)], [xs], [ys]),
                    tmp_path)
     assert "SOFTMAX" in msg and "INT16" in msg
+    # an output scale so small its multiplier's shift passes what the int64 requantization takes
+    x = act16((1, 5, 5, 2), 0.01, "x")
+    op, y, _, _ = conv_layer(rng, x, 0.01, (5, 5), 2)
+    y.quantization = me.Quantization(1e-9, 0)
+    assert "shift" in _refused(model_bytes([op], [x], [y]), tmp_path) and "> 14" in _refused(
+        model_bytes([op], [x], [y]), tmp_path)
 
 
 @pytest.mark.parametrize("padding", [SAME, VALID])

@@ -170,11 +170,14 @@ def _filter(w: Operand, p: dict, dims, scope: str) -> None:
         _check(w, "s8", dims, "filter", scope)
 
 
-def _window(p: dict) -> dict:
+def _window(p: dict, dilated: bool = False) -> dict:
+    """The conv params' fields; the dilation 1 unless `dilated` (the s16 calls: the s8 ones are
+    given undilated blocks only, calls.unsupported)."""
     (top, _), (left, _) = p["padding"]
     sh, sw = p["stride"]
+    dh, dw = p.get("dilation", (1, 1)) if dilated else (1, 1)
     return {"input_offset": p["input_offset"], "output_offset": p["output_offset"],
-            "stride": {"w": sw, "h": sh}, "padding": {"w": left, "h": top}, "dilation": {"w": 1, "h": 1},
+            "stride": {"w": sw, "h": sh}, "padding": {"w": left, "h": top}, "dilation": {"w": dw, "h": dh},
             "activation": _activation(p["activation"])}
 
 
@@ -346,11 +349,11 @@ def _s16(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out:
             "cmsis_nn_bias_data", data="{slice0}" if bias else None, is_int32_bias=0),
             slices=(bias_slice,) if bias else ())
         return _call("arm_convolve_s16", scratch, ctx=_context(f"{scope}.ctx", scratch),
-                     conv_params=_struct(f"{scope}.params", "cmsis_nn_conv_params", **_window(p)),
+                     conv_params=_struct(f"{scope}.params", "cmsis_nn_conv_params", **_window(p, dilated=True)),
                      bias_data=bias_data, **data)
     return _call("arm_depthwise_conv_s16", 0, ctx=_context(f"{scope}.ctx", 0),
                  dw_conv_params=_struct(f"{scope}.params", "cmsis_nn_dw_conv_params", ch_mult=p["ch_mult"],
-                                        **_window(p)), bias_data=bias_slice, **data)
+                                        **_window(p, dilated=True)), bias_data=bias_slice, **data)
 
 
 _LOWER = {"convolve_s8": _conv, "depthwise_conv_s8": _conv, "fully_connected_s8": _fc,

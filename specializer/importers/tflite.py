@@ -48,7 +48,10 @@ def build_layer(g: GraphRecord, op: OpRecord, weights: dict) -> Layer:
         raise c.refuse(f"input type {x.type} (the reader takes INT8, INT16 (16x8) and FLOAT32)")
     if op.name not in ops:
         raise c.refuse(f"not supported with {x.type} data")
-    return ops[op.name](c, x)
+    try:
+        return ops[op.name](c, x)
+    except ValueError as e:  # a block's parameters out of what its kernel takes (quant/params.py)
+        raise c.refuse(str(e)) from None
 
 
 def _spec(g: GraphRecord, t: TensorRecord, what: str) -> TensorSpec:

@@ -53,7 +53,7 @@ def tflite_multiplier(real: float) -> tuple[int, int]:
 
 def per_tensor(c: OpContext, t: TensorRecord, what: str) -> tuple[float, int]:
     if t.quant is None or len(t.quant.scales) != 1:
-        raise c.refuse(f"{what} (tensor {t.index}) needs one scale and zero point (per-tensor int8)")
+        raise c.refuse(f"{what} (tensor {t.index}) needs one scale and zero point (per-tensor {t.type.lower()})")
     return t.quant.scales[0], t.quant.zero_points[0]
 
 

@@ -59,8 +59,8 @@ def emit_calls():
 
 def unsupported(p) -> str | None:
     """Why CMSIS-NN's function for block p cannot compute it exactly (None: it can)."""
-    if isinstance(p, (ConvParams, DepthwiseParams)) and p.dilation != (1, 1):
-        return "dilation (capture's call passes CMSIS-NN a dilation of 1)"
+    if isinstance(p, (ConvParams, DepthwiseParams)) and p.dilation != (1, 1) and p.activation_bits == 8:
+        return "dilation (capture's s8 calls pass CMSIS-NN a dilation of 1)"
     if isinstance(p, ConvParams):
         if p.input_dims[3] != p.filter_dims[3]:
             return "grouped convolution"
@@ -69,8 +69,7 @@ def unsupported(p) -> str | None:
         return None
     if isinstance(p, FullyConnectedParams):
         if len(p.multipliers) != 1:
-            return ("per-channel requantization (arm_fully_connected_s8 takes one multiplier "
-                    "and shift per tensor)")
+            return f"per-channel requantization (arm_{p.op} takes one multiplier and shift per tensor)"
         return None
     if isinstance(p, SubParams):  # before AddParams, its base
         return "no CMSIS-NN s8 subtract (v7.0.0 has arm_elementwise_add_s8 only)"

@@ -305,7 +305,8 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
             qp.append(activation_qparams(*ranges[id(layer)], activation_bits))
             continue
         if activation_bits == 16 and layer.kind not in S16_LAYERS:
-            raise QuantizeError(f"quantize: {layer.kind} at {layer.where} has no int16 (16x8) block yet; "
+            what = "a constant operand of add, sub or mul" if layer.kind == "const" else layer.kind
+            raise QuantizeError(f"quantize: {what} at {layer.where} has no int16 (16x8) block yet; "
                                 "quantize with activation_bits=8")
         if layer.kind == "const":  # an operand of add/sub/mul, stored as an int8 tensor
             q = activation_qparams(*ranges[id(layer)])
@@ -317,8 +318,11 @@ def quantize(fn: Callable, params: dict, calibration_inputs: Sequence[dict], nam
         src = [index[id(p)] for p in layer.ins]
         qin = qp[src[0]]
         rng = (*ranges[id(layer)], ranges[("cell", id(layer))]) if layer.kind == "lstm" else ranges[id(layer)]
-        step, q = _layer(layer, i, qin, [qp[s] for s in src], rng, src, qparams, pname, weight_bits,
-                         activation_bits)
+        try:
+            step, q = _layer(layer, i, qin, [qp[s] for s in src], rng, src, qparams, pname, weight_bits,
+                             activation_bits)
+        except ValueError as e:  # a block's parameters out of what its kernel takes (params.py)
+            raise QuantizeError(f"quantize: {layer.kind} at {layer.where}: {e}") from None
         steps.append(step)
         qp.append(q)
     steps = _shared(steps, qparams, origin)
