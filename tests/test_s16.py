@@ -4,8 +4,9 @@ arm_avgpool_s16 and arm_elementwise_add_s16, against NumPy models of TFLite's in
 arithmetic: exact int64 sums, the multiplier reduced to 16 bits (REDUCE_MULTIPLIER) and TFLite's
 one-step rounding (arm_nn_requantize_s64 in 64 bits; CMSIS-NN v7.0.0's two steps give the same
 within +-2^30 and wrap beyond: checked on its own). On the host through ctypes (the plain-C
-paths) over odd shapes, and on QEMU's Cortex-M4 (the DSP paths: SMLAD / SMLAxy int32 sums of at most 508 products, exact even where
-every product is 2^22, where CMSIS-NN v7.0.0's 512-product sums wrap)."""
+paths) over odd shapes, and on QEMU's Cortex-M4 (the DSP paths: SMLAD / SMLAxy int32 sums of at
+most 508 products, exact even where every product is 2^22, where CMSIS-NN v7.0.0's 512-product
+sums wrap)."""
 
 from __future__ import annotations
 

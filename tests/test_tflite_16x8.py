@@ -43,7 +43,8 @@ def spread16(depth: int, in_s: float, w_s: float) -> float:
 
 
 def conv_layer(rng, x, in_s, hw, cin, *, depthwise=False, mult=1, cout=5, k=(3, 3), stride=(1, 1), padding=SAME,
-               dilation=(1, 1), act=ACT.NONE, per_channel=True, bias_type=fb.TensorType.INT64, bias_=True, name="c"):
+               dilation=(1, 1), act=ACT.NONE, per_channel=True, bias_type=fb.TensorType.INT64, with_bias=True,
+               name="c"):
     """(op, output tensor, its scale, its spatial size) of a 16x8 conv or depthwise."""
     n_out = cin * mult if depthwise else cout
     oh, ow = (out_size(hw[i], k[i], stride[i], dilation[i], padding) for i in range(2))
@@ -52,7 +53,7 @@ def conv_layer(rng, x, in_s, hw, cin, *, depthwise=False, mult=1, cout=5, k=(3, 
     y = act16((1, oh, ow, n_out), y_s, f"{name}_y")
     w = filter8(rng, (1, *k, n_out) if depthwise else (n_out, *k, cin), w_s,
                 (3 if depthwise else 0) if per_channel else None, f"{name}_w")
-    b = [bias(rng, n_out, in_s * w_s, f"{name}_b", bias_type)] if bias_ else []
+    b = [bias(rng, n_out, in_s * w_s, f"{name}_b", bias_type)] if with_bias else []
     opts = conv_options(padding, stride, dilation, act, mult if depthwise else None)
     code = OP.DEPTHWISE_CONV_2D if depthwise else OP.CONV_2D
     return operator(code, [x, w, *b], [y], *opts), y, y_s, (oh, ow)
@@ -112,7 +113,7 @@ CASES = {
     "depthwise": ("depthwise", dict(cin=6)),
     "depthwise_multiplier2": ("depthwise", dict(cin=3, mult=2)),
     "depthwise_stride2_relu": ("depthwise", dict(cin=5, stride=(2, 2), act=ACT.RELU)),
-    "conv_dilated_no_bias_relu6": ("conv", dict(dilation=(2, 1), bias_=False, act=ACT.RELU6)),
+    "conv_dilated_no_bias_relu6": ("conv", dict(dilation=(2, 1), with_bias=False, act=ACT.RELU6)),
     "depthwise_dilated_relu_n1_to_1": ("depthwise", dict(cin=4, dilation=(1, 2), act=ACT.RELU_N1_TO_1)),
     "dense": ("dense", dict()),
     "dense_odd": ("dense", dict(n_in=25, n_out=9)),
