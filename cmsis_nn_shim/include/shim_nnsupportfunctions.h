@@ -94,6 +94,19 @@ __STATIC_FORCEINLINE int32_t arm_nn_requantize_s64(const int64_t val,
                                                    const int32_t reduced_multiplier,
                                                    const int32_t shift)
 {
+    const int32_t total = 15 - shift;
+    if (val == (int32_t)val && total < 32) {
+        /* the usual case, a sum within int32 and a shift below 32: one 32 x 32 -> 64 product and
+           the window of 32 bits above bit `total` taken with 32-bit shifts (a 64-bit shift by a
+           run-time amount is a dozen instructions and two branches on Cortex-M4) */
+        const int64_t p = (int64_t)(int32_t)val * reduced_multiplier + ((int64_t)1 << (total - 1));
+        const int32_t hi = (int32_t)(p >> 32);
+        const uint32_t lo = ((uint32_t)p >> total) | ((uint32_t)hi << (32 - total));
+        if ((hi >> total) != ((int32_t)lo >> 31)) { /* past int32 */
+            return hi < 0 ? INT32_MIN : INT32_MAX;
+        }
+        return (int32_t)lo;
+    }
     const int64_t result = (val * reduced_multiplier + ((int64_t)1 << (14 - shift))) >> (15 - shift);
     return result > INT32_MAX ? INT32_MAX : result < INT32_MIN ? INT32_MIN : (int32_t)result;
 }

@@ -35,7 +35,7 @@ typedef struct
 } s16_quant;
 
 /* output channel oc of an exact sum: bias, requantization, clamp */
-static inline int16_t s16_out(int64_t acc, int32_t oc, const s16_quant *q)
+static inline __attribute__((always_inline)) int16_t s16_out(int64_t acc, int32_t oc, const s16_quant *q)
 {
     int32_t v;
     if (q->is_int32_bias) {

@@ -25,7 +25,7 @@ static inline void valid_taps(int32_t base, int32_t step, int32_t n, int32_t siz
     *k1 = room <= 0 ? 0 : MIN(n, (room + step - 1) / step);
 }
 
-static inline int16_t dw_out(int64_t acc, int32_t c, const int64_t *bias, const cmsis_nn_per_channel_quant_params *qp,
+static inline __attribute__((always_inline)) int16_t dw_out(int64_t acc, int32_t c, const int64_t *bias, const cmsis_nn_per_channel_quant_params *qp,
                              int32_t act_min, int32_t act_max)
 {
     if (bias) {

@@ -16,7 +16,7 @@
 
 #define S16_BLOCK 508 /* columns per int32 sum, a multiple of 4 */
 
-static inline int16_t fc_out(int64_t acc, const int64_t *bias, int32_t r, int32_t reduced, int32_t shift,
+static inline __attribute__((always_inline)) int16_t fc_out(int64_t acc, const int64_t *bias, int32_t r, int32_t reduced, int32_t shift,
                              int32_t act_min, int32_t act_max)
 {
     if (bias) {
