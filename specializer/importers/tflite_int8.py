@@ -34,7 +34,7 @@ from specializer.quant import blocks
 from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import QuantizeError
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
-                                      MulParams, PoolParams, SubParams, TransposeConvParams)
+                                      MulParams, PoolParams, SubParams, TransposeConvParams, int_range)
 from specializer.quant.ptq import ADD_LEFT_SHIFT, ADD_LEFT_SHIFT_S16, softmax_params
 
 SOFTMAX_OUT_SCALE, SOFTMAX_OUT_ZERO_POINT = 1 / 256, -128
@@ -70,11 +70,11 @@ def activation(c: OpContext, scale: float, zero_point: int) -> Pair:
     name = ACTIVATION_NAMES.get(c.options["fusedActivationFunction"], str(c.options["fusedActivationFunction"]))
     if name not in _BOUNDS:
         raise c.refuse(f"fused activation {name} is not supported")
-    top = 32767 if c.out.type == "INT16" else 127
+    bottom, top = int_range(16 if c.out.type == "INT16" else 8)
     if _BOUNDS[name] is None:
-        return -top - 1, top
+        return bottom, top
     lo, hi = _BOUNDS[name]
-    act = (max(-top - 1, _quantize_bound(lo, scale, zero_point)),
+    act = (max(bottom, _quantize_bound(lo, scale, zero_point)),
            top if hi is None else min(top, _quantize_bound(hi, scale, zero_point)))
     if act[0] > act[1]:
         raise c.refuse(f"fused activation {name} leaves an empty output range {act}")

@@ -99,11 +99,16 @@ def _lists(v):
     return [_lists(x) for x in v] if isinstance(v, tuple) else v
 
 
+def int_range(bits: int) -> Pair:
+    """The values of a signed integer of `bits` bits: int8's (-128, 127), int16's (-32768, 32767)."""
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
 def _check_act(act: Pair, where: str, bits: int = 8) -> None:
     lo, hi = act
-    top = (1 << (bits - 1)) - 1
-    if not -top - 1 <= lo <= hi <= top:
-        raise ValueError(f"{where}: activation range {act} is not within [{-top - 1}, {top}]")
+    bottom, top = int_range(bits)
+    if not bottom <= lo <= hi <= top:
+        raise ValueError(f"{where}: activation range {act} is not within [{bottom}, {top}]")
 
 
 def _check_quant(multipliers, shifts, n: int, where: str) -> None:
@@ -470,7 +475,7 @@ class SvdfParams(_Block):
     @property
     def state_range(self) -> tuple[int, int]:
         """The clamp of the state's new values: its type's range."""
-        return (-(1 << (self.state_bits - 1)), (1 << (self.state_bits - 1)) - 1)
+        return int_range(self.state_bits)
 
     def macs(self) -> int:
         """Each filter's feature product and its time dot, per batch (report/macs.py counts the

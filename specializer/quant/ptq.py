@@ -33,7 +33,7 @@ from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import Graph, Layer, QuantizeError, ScanToUnroll, build, evaluate
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
                                       MeanParams, MulParams, PoolParams, SoftmaxParams, SubParams,
-                                      TransposeConvParams)
+                                      TransposeConvParams, int_range)
 
 SOFTMAX_INTEGER_BITS = 5  # TFLite's kScaledDiffIntegerBits
 # activation kind -> (its parameters from the scales, its int8 block): quant/activations.py
@@ -55,8 +55,7 @@ class QParams:
         """Host-side, TFLite's Quantize: round halves away from zero, saturate."""
         v = np.asarray(x, np.float64) / self.scale
         q = np.sign(v) * np.floor(np.abs(v) + 0.5) + self.zero_point
-        top = (1 << (self.bits - 1)) - 1
-        return np.clip(q, -top - 1, top).astype(np.int16 if self.bits == 16 else np.int8)
+        return np.clip(q, *int_range(self.bits)).astype(np.int16 if self.bits == 16 else np.int8)
 
     def dequantize(self, q) -> np.ndarray:
         return ((np.asarray(q, np.int32) - self.zero_point) * self.scale).astype(np.float32)
@@ -419,8 +418,8 @@ ADD_LEFT_SHIFT_S16 = 15  # TFLite's int16 add
 
 
 def _act(relu: bool, q: QParams) -> tuple[int, int]:
-    top = (1 << (q.bits - 1)) - 1
-    return (max(-top - 1, q.zero_point), top) if relu else (-top - 1, top)
+    bottom, top = int_range(q.bits)
+    return (max(bottom, q.zero_point), top) if relu else (bottom, top)
 
 
 def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, weight_bits: int = 8,
