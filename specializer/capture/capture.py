@@ -22,7 +22,7 @@ import numpy as np
 from specializer.llvm import irtext, module
 from specializer.capture import cmsis_calls, entry, fminmax, hlo_sites, intrinsics, libcalls, memplan, runtime_symbols, xla_executable as xe
 
-from specializer.capture import cmsis_calls_act, cmsis_calls_lstm, cmsis_calls_svdf, imported, layers, tolerance
+from specializer.capture import cmsis_calls_act, cmsis_calls_lstm, cmsis_calls_svdf, imported, layers, tolerance, warm
 from specializer.errors import UserError
 from specializer.files import write_all
 from specializer.capture.manifest import Manifest, Tensor, flat, np_dtype
@@ -75,13 +75,18 @@ def run_worker(source: Path, function: str, workdir: Path, xla_flags: list[str],
     # the worker ends with us, and by itself a little after the timeout (capture_worker._die_with_parent)
     env["SPECIALIZER_CAPTURE_PARENT"] = str(os.getpid())
     env["SPECIALIZER_CAPTURE_DEADLINE"] = f"{timeout:g}"
-    try:
-        proc = subprocess.run([sys.executable, "-m", "specializer.capture.capture_worker", str(source), function,
-                               str(workdir), *([str(inputs)] if inputs else [])],
-                              env=env, capture_output=True, text=True, errors="replace", timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise UserError(f"capture of {source}:{function} did not finish within {timeout:g} s (JAX's reference "
-                        "run of the function: a loop that never ends?); if it is only slow, raise --timeout") from None
+    argv = [str(source), function, str(workdir), *([str(inputs)] if inputs else [])]
+    late = UserError(f"capture of {source}:{function} did not finish within {timeout:g} s (JAX's reference "
+                     "run of the function: a loop that never ends?); if it is only slow, raise --timeout")
+    proc = warm.run(argv, env, workdir / "worker.stderr", timeout)  # a capture after the first: forked
+    if proc is None:
+        try:
+            proc = subprocess.run([sys.executable, "-m", "specializer.capture.capture_worker", *argv],
+                                  env=env, capture_output=True, text=True, errors="replace", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise late from None
+    elif proc.timed_out:
+        raise late
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         errs = [ln for ln in lines if ln.startswith("error:")]

@@ -30,11 +30,14 @@ if "SPECIALIZER_CAPTURE_CPU" in os.environ:  # before JAX: XLA sizes its work to
     os.sched_setaffinity(0, {int(os.environ["SPECIALIZER_CAPTURE_CPU"])})
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int | None = None) -> None:
     """End with the capture that started us: killed outright (a CI step's timeout sends SIGKILL),
     it cannot stop us, and a model's endless loop would run on. Linux's parent-death signal, a
-    check that the parent did not die before it was set, and a deadline of our own."""
-    parent = int(os.environ.get("SPECIALIZER_CAPTURE_PARENT", "0"))
+    check that the parent did not die before it was set, and a deadline of our own. `parent`: the
+    process that must be alive (default the capture's; a worker forked by warm.py: the zygote,
+    which itself ends with the capture)."""
+    if parent is None:
+        parent = int(os.environ.get("SPECIALIZER_CAPTURE_PARENT", "0"))
     try:
         import ctypes
         import signal
@@ -224,11 +227,23 @@ def report(e: BaseException, model: Path) -> str:
     return f"error: {where}{type(e).__name__}" + (f": {message}" if message else "")
 
 
-if __name__ == "__main__":
+def run_as_worker(argv: list[str], forked: bool = False) -> int:
+    """main, its error as one line on stderr; the exit code. `forked`: in a fork of warm.py's zygote,
+    which imported this module (pinned, its own parent-death signal) before this capture."""
+    if forked:
+        _die_with_parent(os.getppid())
     try:
-        main(sys.argv[1:])
-    except SystemExit:
-        raise
+        main(argv)
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            return 1
+        return e.code or 0
     except BaseException as e:  # noqa: BLE001 - the parent turns this one line into the error
-        print(report(e, Path(sys.argv[1]).resolve()), file=sys.stderr)
-        sys.exit(1)
+        print(report(e, Path(argv[0]).resolve()), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_as_worker(sys.argv[1:]))

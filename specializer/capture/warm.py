@@ -1,0 +1,175 @@
+"""Capture workers forked from a warm process: Python and JAX started once per caller, not per capture.
+
+A capture runs the user's JAX function in a process of its own (capture_worker: XLA reads its
+flags once, when its backend starts, and must see one CPU). Starting Python and importing JAX and
+NumPy is about 0.9 s of a small model's 2 s capture. A process that captures again (the tests,
+`specialize examples`, the fuzzer, a dataset campaign) keeps a zygote: a child that pinned itself
+to the worker's CPU and imported what the worker imports -- JAX, but no backend started -- then
+forks one worker per capture. The fork takes the capture's environment (XLA_FLAGS among it),
+sets the worker's deadline and parent-death signal, and runs the worker's main, whose XLA starts
+there as in a fresh worker. The first capture of a process runs the worker directly: a one-shot
+command pays for no zygote.
+
+The zygote serves one capture at a time over its stdin/stdout (one JSON line in; the worker's
+pid, then its exit code out) and ends with its caller (parent-death signal, or its stdin
+closing); the worker it forked ends with the zygote, so killing the caller ends both. It is
+started again when the environment it imported JAX under differs from the caller's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# set per capture (capture.run_worker): none of them is read before the worker's main runs
+PER_CAPTURE = ("XLA_FLAGS", "SPECIALIZER_LOWER_INT8", "SPECIALIZER_EVERY_LAYER", "SPECIALIZER_CAPTURE_DEADLINE")
+
+
+@dataclass(frozen=True)
+class Result:
+    returncode: int
+    stderr: str
+    timed_out: bool = False
+
+
+class _Zygote:
+    def __init__(self, env: dict):
+        self.key = _key(env)
+        base = {k: v for k, v in env.items() if k not in PER_CAPTURE}
+        self.proc = subprocess.Popen([sys.executable, "-m", "specializer.capture.warm"], env=base,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.buf = b""  # read with os.read: a buffered reader could hold a line select() then never sees
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(self, argv: list[str], env: dict, stderr: Path, timeout: float) -> Result | None:
+        """The worker's exit code and stderr; None if the zygote failed (the caller runs it directly)."""
+        try:
+            self.proc.stdin.write(json.dumps({"argv": argv, "env": env, "cwd": os.getcwd(),
+                                              "stderr": str(stderr)}).encode() + b"\n")
+            self.proc.stdin.flush()
+            pid = int(self._line(timeout=30))
+        except (OSError, ValueError, TimeoutError):
+            self.close()
+            return None
+        timed_out = False
+        try:
+            line = self._line(timeout)
+        except TimeoutError:
+            timed_out = True
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                line = self._line(timeout=30)
+            except (TimeoutError, ValueError):
+                self.close()
+                line = "-9"
+        except ValueError:  # the zygote died under the worker
+            self.close()
+            return None
+        text = stderr.read_text(errors="replace") if stderr.exists() else ""
+        stderr.unlink(missing_ok=True)
+        return Result(int(line), text, timed_out)
+
+    def _line(self, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(self.proc.stdout.fileno(), 4096)
+            if not chunk:
+                raise ValueError("the zygote ended")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line.decode().strip()
+
+    def close(self) -> None:
+        try:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+def _key(env: dict) -> tuple:
+    return tuple(sorted((k, v) for k, v in env.items() if k not in PER_CAPTURE))
+
+
+_LOCK = threading.Lock()
+_STATE: dict = {"zygote": None, "pid": None, "captures": 0}
+
+
+def run(argv: list[str], env: dict, stderr: Path, timeout: float) -> Result | None:
+    """Run the capture worker with `argv` in a fork of this process's zygote; None when this process
+    has no zygote yet (its first capture: run the worker directly) or it failed."""
+    with _LOCK:
+        if _STATE["pid"] != os.getpid():  # a fork of the caller has its own zygote, or none
+            _STATE.update(zygote=None, pid=os.getpid(), captures=0)
+        _STATE["captures"] += 1
+        if _STATE["captures"] == 1 or os.environ.get("SPECIALIZER_CAPTURE_ZYGOTE") == "0":
+            return None
+        z = _STATE["zygote"]
+        if z is not None and (not z.alive() or z.key != _key(env)):
+            z.close()
+            z = None
+        if z is None:
+            z = _STATE["zygote"] = _Zygote(env)
+        result = z.run(argv, env, stderr, timeout)
+        if result is None:
+            _STATE["zygote"] = None
+        return result
+
+
+def _serve() -> None:
+    """The zygote: imports done (capture_worker pinned this process and set its parent-death
+    signal on import), one fork per request line."""
+    from specializer.capture import capture_worker
+
+    import jax  # noqa: F401 - imported here once; its backend starts in each fork
+    import jax.numpy  # noqa: F401
+
+    for line in sys.stdin:
+        req = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                fd = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.dup2(fd, 2)
+                null = os.open(os.devnull, os.O_RDWR)
+                os.dup2(null, 0)
+                os.dup2(null, 1)
+                os.chdir(req["cwd"])
+                os.environ.clear()
+                os.environ.update(req["env"])
+                sys.argv = [capture_worker.__file__, *req["argv"]]
+                code = capture_worker.run_as_worker(req["argv"], forked=True)
+            except BaseException:  # noqa: BLE001 - a fork never returns into the zygote's loop
+                code = 1
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(code)
+        sys.stdout.write(f"{pid}\n")
+        sys.stdout.flush()
+        _, status = os.waitpid(pid, 0)
+        sys.stdout.write(f"{os.waitstatus_to_exitcode(status)}\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    _serve()
