@@ -287,8 +287,10 @@ static inline void triples(int8_t *out, const int8_t *in, const void *w, const i
  * output channels share the input's instead. `wide` holds the pixel's taps 0/2 and 1/3 per group
  * (two words a group), t its k % 4 last taps. Per group, with int16 panels: two input loads, then
  * per pair of the four four loads in a row and four SMLAD, about 1.25 est. cycles per MAC (a pair
- * at a time: 1.5). With packed int8 panels (see the top): per pair two weight loads, two AND and
- * four SMLAD (the kernel row dense_int8: 1.49 est. cycles per MAC in all, as int16 panels); int8
+ * at a time: 1.5). With packed int8 panels (see the top): per group the two input words and the
+ * four's four weight words loaded in a row, then per pair two AND (UXTB16) and four SMLAD (the
+ * kernel row dense_int8: 1.44 est. cycles per MAC in all; 1.49 while each pair's two words were
+ * loaded on their own, two loads a run, not six); int8
  * panels widened by SXTB16, where the packed form's bound fails, take two SXTB16 a word (about 2).
  * A last quad of fewer channels computes the last one again in the missing places; the four are
  * stored last to first, so a channel's own value is stored last. */
@@ -305,16 +307,16 @@ static inline void quads(int8_t *out, uint32_t *wide, const int8_t *t, const voi
     uint32_t a[4] = {0, 0, 0, 0};
     const uint32_t *xw = opaque_wide;
     if (narrow == PACKED) {
-      for (int32_t g = 0; g < groups; g++) {
+      for (int32_t g = 0; g < groups; g++) { /* six loads in a row: the inputs, both pairs' words */
         const uint32_t u02 = xw[0], u13 = xw[1];
+        const uint32_t m[4] = {word(wn), word(wn + 4), word(wn + 8), word(wn + 12)};
         xw += 2;
+        wn += 16;
         for (int32_t p = 0; p < 4; p += 2) {
-          const uint32_t m02 = word(wn), m13 = word(wn + 4);
-          wn += 8;
-          a[p] = (uint32_t)__builtin_arm_smlad((int)u02, (int)m02, (int)a[p]);
-          a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u02, (int)(m02 & 0x00ff00ffu), (int)a[p + 1]);
-          a[p] = (uint32_t)__builtin_arm_smlad((int)u13, (int)m13, (int)a[p]);
-          a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u13, (int)(m13 & 0x00ff00ffu), (int)a[p + 1]);
+          a[p] = (uint32_t)__builtin_arm_smlad((int)u02, (int)m[p], (int)a[p]);
+          a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u02, (int)(m[p] & 0x00ff00ffu), (int)a[p + 1]);
+          a[p] = (uint32_t)__builtin_arm_smlad((int)u13, (int)m[p + 1], (int)a[p]);
+          a[p + 1] = (uint32_t)__builtin_arm_smlad((int)u13, (int)(m[p + 1] & 0x00ff00ffu), (int)a[p + 1]);
         }
       }
       for (int32_t p = 0; p < 4; p += 2) { /* o's sum from the high bytes, o+1's less its offset's */
