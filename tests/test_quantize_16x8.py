@@ -1,7 +1,7 @@
 """quantize(activation_bits=16): TFLite's 16x8 scheme -- int16 activations (symmetric), int8 weights,
 int64 biases -- run by CMSIS-NN's s16 functions. A small network as a user writes one (a 3x3
 stride-2 conv over 3 channels into 6, a depthwise conv with multiplier 2 and padding, a max pool,
-a 1x1 conv added back, relu, a global average pool, a dense layer into 5): every layer an s16
+a 1x1 conv added back, relu, times the 1x1 conv, a global average pool, a dense layer into 5): every layer an s16
 block, closer to the float model than the int8 scheme, the calls capture makes, and every
 variant on QEMU equal to its JAX values."""
 
@@ -32,7 +32,7 @@ def net(x, w1, b1, wd, bd, w2, w3, b3):
                                  feature_group_count=6) + bd                                         # 1x5x4x12
     z = lax.reduce_window(z, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 1, 1, 1), "VALID")                 # 1x4x3x12
     u = lax.conv_general_dilated(z, w2, (1, 1), "VALID", dimension_numbers=DN)                       # 1x4x3x12
-    z = jax.nn.relu(z + u)
+    z = jax.nn.relu(z + u) * u
     g = jnp.mean(z, axis=(1, 2))                                                                     # 1x12
     return g @ w3 + b3                                                                               # 1x5
 
@@ -50,8 +50,8 @@ net_16x8.example_inputs = {"x": net_16x8.inputs["x"].quantize(calibration[0]["x"
 net_16x8.weights = params
 '''
 
-OPS = ["convolve_s16", "depthwise_conv_s16", "max_pool_s16", "convolve_s16", "elementwise_add_s16", "avgpool_s16",
-       "fully_connected_s16"]
+OPS = ["convolve_s16", "depthwise_conv_s16", "max_pool_s16", "convolve_s16", "elementwise_add_s16",
+       "elementwise_mul_s16", "avgpool_s16", "fully_connected_s16"]
 
 
 def test_every_layer_an_s16_block_closer_to_float_than_int8():
@@ -69,7 +69,7 @@ def test_every_layer_an_s16_block_closer_to_float_than_int8():
         assert qp[name].dtype == np.int32 and qp[name].ndim == 2 and qp[name].shape[1] == 2
     b3 = qp["b3"].view(np.int64).reshape(-1)
     dense = model.steps[-1]
-    s_in = model.step_qparams[5].scale
+    s_in = model.step_qparams[6].scale
     s_w = np.abs(ns["W"]["w3"]).max() / 127
     assert np.array_equal(b3, np.round(ns["W"]["b3"] / (s_in * s_w)).astype(np.int64)) and dense.bias == "b3"
     # against the float model with its weights on the int8 grid (what the weights allow): int16

@@ -1,7 +1,7 @@
 """The shim's int16-activation ("16x8": int16 activations, int8 weights) functions, CMSIS-NN
 v7.0.0's arm_convolve_s16, arm_depthwise_conv_s16, arm_fully_connected_s16, arm_max_pool_s16,
-arm_avgpool_s16 and arm_elementwise_add_s16, against NumPy models of TFLite's int16x8 reference
-arithmetic: exact int64 sums, the multiplier reduced to 16 bits (REDUCE_MULTIPLIER) and TFLite's
+arm_avgpool_s16, arm_elementwise_add_s16 and arm_elementwise_mul_s16, against NumPy models of
+TFLite's int16x8 reference arithmetic: exact int64 sums, the multiplier reduced to 16 bits (REDUCE_MULTIPLIER) and TFLite's
 one-step rounding (arm_nn_requantize_s64 in 64 bits; CMSIS-NN v7.0.0's two steps give the same
 within +-2^30 and wrap beyond: checked on its own). On the host through ctypes (the plain-C
 paths) over odd shapes, and on QEMU's Cortex-M4 (the DSP paths: SMLAD / SMLAxy int32 sums of at
@@ -149,6 +149,8 @@ def reference(c):
         return ref_pool(c)
     if c["kind"] == "add":
         return ref_add(c)
+    if c["kind"] == "mul":
+        return ref_mul(c)
     acc = {"conv": acc_conv16, "dw": acc_dw16, "fc": acc_fc16}[c["kind"]](c)
     return finish16(acc, c["bias"], c.get("bias32", False), c["mult"], c["shift"], c["act"])
 
@@ -176,6 +178,12 @@ def ref_add(c):
     a = requantize(wrap32(c["in1"].astype(np.int64) << ls), c["m1"], c["s1"])
     b = requantize(wrap32(c["in2"].astype(np.int64) << ls), c["m2"], c["s2"])
     return np.clip(requantize(wrap32(a + b), c["mo"], c["so"]), *c["act"]).astype(np.int16)
+
+
+def ref_mul(c):
+    """TFLite's int16 MUL: the product (at most 2^30, exact in int32) by arm_nn_requantize, clamped."""
+    prod = c["in1"].astype(np.int64) * c["in2"].astype(np.int64)
+    return np.clip(requantize(prod, c["mo"], c["so"]), *c["act"]).astype(np.int16)
 
 
 # =========================================================================== cases
@@ -259,6 +267,17 @@ def add_case(rng, n, left_shift=15, act=I16, tflite=True):
     else:
         c |= {"m1": int(rng.integers(1, 1 << 31)), "s1": int(rng.integers(-31, 3)), "m2": int(rng.integers(1, 1 << 31)),
               "s2": int(rng.integers(-31, 3)), "mo": int(rng.integers(1, 1 << 31)), "so": int(rng.integers(-31, 3))}
+    return c
+
+
+def mul_case(rng, n, act=I16, edges=False):
+    """TFLite's int16 MUL: a multiplier of (s1 * s2 / so) below 1 (shift -14 .. -16 spreads the
+    products over int16); `edges`: the inputs' extremes, -32768 * -32768 = 2^30 among them."""
+    c = {"kind": "mul", "act": act, "in1": values(rng, n, 0, np.int16), "in2": values(rng, n, 0, np.int16),
+         "mo": int(rng.integers(1 << 30, 1 << 31)), "so": int(rng.integers(-16, -13))}
+    if edges:
+        ext = np.array([-32768, 32767, -32768, 32767, 0, -1, 1, -32768], np.int16)
+        c["in1"][:8], c["in2"][:8] = ext, np.array([-32768, 32767, 32767, -32768, -32768, -32768, 32767, 1], np.int16)
     return c
 
 
@@ -352,7 +371,16 @@ def run_add(lib, c):
     return out, st
 
 
-RUN = {"conv": run_conv, "dw": run_dw, "fc": run_fc, "pool": run_pool, "add": run_add}
+def run_mul(lib, c):
+    out = np.zeros(len(c["in1"]), np.int16)
+    st = nn_call(lib, "arm_elementwise_mul_s16", input_1_vect=ptr(c["in1"]), input_2_vect=ptr(c["in2"]),
+                 input_1_offset=7, input_2_offset=-9, output=ptr(out), out_offset=5, out_mult=c["mo"],
+                 out_shift=c["so"], out_activation_min=c["act"][0], out_activation_max=c["act"][1],
+                 block_size=len(out))  # the offsets are not read (v7.0.0)
+    return out, st
+
+
+RUN = {"conv": run_conv, "dw": run_dw, "fc": run_fc, "pool": run_pool, "add": run_add, "mul": run_mul}
 
 
 def check(lib, cases):
@@ -511,6 +539,14 @@ def test_elementwise_add_s16_matches_numpy(host):
     assert len(np.unique(reference(cases[4]))) > 60
 
 
+def test_elementwise_mul_s16_matches_numpy(host):
+    rng = np.random.default_rng(168)
+    cases = [mul_case(rng, n) for n in (1, 2, 7, 33, 100)] + [mul_case(rng, 9, act=(-100, 50)),
+                                                             mul_case(rng, 16, edges=True)]
+    check(host, cases)
+    assert len(np.unique(reference(cases[4]))) > 60
+
+
 # =========================================================================== target (QEMU: the DSP paths)
 
 
@@ -590,6 +626,10 @@ def emit(i: int, c: dict) -> tuple[str, str]:
     const cmsis_nn_context ctx = {{size ? scratch : 0, size}};
     if ({fn}(&ctx, &pp, &id, {p}x, &fd, &od, {p}o) != ARM_CMSIS_NN_SUCCESS) return 1;
   }}"""
+    elif c["kind"] == "mul":
+        d += [c_array(p + "a", c["in1"], "const int16_t"), c_array(p + "b", c["in2"], "const int16_t")]
+        stmt = (f"if (arm_elementwise_mul_s16({p}a, {p}b, 0, 0, {p}o, 0, {c['mo']}, {c['so']}, {c['act'][0]}, "
+                f"{c['act'][1]}, {n_out}) != ARM_CMSIS_NN_SUCCESS) return 1;")
     else:
         d += [c_array(p + "a", c["in1"], "const int16_t"), c_array(p + "b", c["in2"], "const int16_t")]
         stmt = (f"if (arm_elementwise_add_s16({p}a, {p}b, 0, {c['m1']}, {c['s1']}, 0, {c['m2']}, {c['s2']}, "
@@ -637,6 +677,7 @@ def target_cases(rng):
         cases += [pool_case(rng, 2, 7, 7, 5, 3, 3, stride=(2, 2), pad=(1, 1), is_max=is_max, act=(-1000, 900)),
                   pool_case(rng, 1, 5, 6, 4, 3, 2, pad=(1, 0), is_max=is_max)]
     cases += [add_case(rng, 33), add_case(rng, 20, left_shift=20, tflite=False)]
+    cases += [mul_case(rng, 33, edges=True), mul_case(rng, 20, act=(-700, 900))]  # pairs, and an odd last one
     return cases
 
 

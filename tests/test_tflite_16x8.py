@@ -85,6 +85,13 @@ def add_layer(a, b, shape, out_s, act=ACT.NONE, name="a"):
     return operator(OP.ADD, [a, b], [y], o, fb.BuiltinOptions.AddOptions), y
 
 
+def mul_layer(a, b, shape, out_s, act=ACT.NONE, name="m"):
+    o = fb.MulOptionsT()
+    o.fusedActivationFunction = act
+    y = act16(shape, out_s, f"{name}_y")
+    return operator(OP.MUL, [a, b], [y], o, fb.BuiltinOptions.MulOptions), y
+
+
 def one_op(kind, seed=0, **kw) -> bytes:
     rng = np.random.default_rng(seed)
     hw, cin, in_s = kw.pop("hw", (9, 8)), kw.pop("cin", 3), 0.002
@@ -101,6 +108,10 @@ def one_op(kind, seed=0, **kw) -> bytes:
     if kind == "add":
         b = act16((1, *hw, cin), in_s * 1.7, "b")
         op, y = add_layer(x, b, (1, *hw, cin), in_s * 2.1, **kw)
+        return model_bytes([op], [x, b], [y])
+    if kind == "mul":  # the product of two int16 spread over about half of int16
+        b = act16((1, *hw, cin), in_s * 1.7, "b")
+        op, y = mul_layer(x, b, (1, *hw, cin), in_s * in_s * 1.7 * 2 ** 30 / 16000, **kw)
         return model_bytes([op], [x, b], [y])
     op, y, _, _ = conv_layer(rng, x, in_s, hw, cin, depthwise=kind == "depthwise", **kw)
     return model_bytes([op], [x], [y])
@@ -122,6 +133,8 @@ CASES = {
     "avg_pool": ("avg_pool", dict(cin=6, window=(3, 3), stride=(2, 1))),
     "add": ("add", dict(cin=5)),
     "add_relu": ("add", dict(cin=4, act=ACT.RELU)),
+    "mul": ("mul", dict(cin=5)),
+    "mul_relu": ("mul", dict(cin=4, act=ACT.RELU)),
 }
 
 
@@ -143,7 +156,8 @@ def test_each_op_equals_tflite_micro(case, tmp_path):
 
 def network(seed=0) -> bytes:
     """x [1, 9, 8, 3] -> conv 3x3 stride 2 relu (6 channels) -> depthwise 3x3 multiplier 2 dilated
-    (2, 1) (12) -> max pool 2x2 -> + a 1x1 conv of it -> average pool -> dense 12 -> 7 relu ->
+    (2, 1) (12) -> max pool 2x2 -> + a 1x1 conv of it -> times the pool -> average pool -> dense
+    12 -> 7 relu ->
     dense 7 -> 5 per channel, all 16x8."""
     rng = np.random.default_rng(seed)
     in_s = 0.002
@@ -153,16 +167,18 @@ def network(seed=0) -> bytes:
     p1, y3, hw3 = pool_layer(y2, s2, hw2, 12, name="p1")
     c3, y4, s4, _ = conv_layer(rng, y3, s2, hw3, 12, cout=12, k=(1, 1), name="c3")
     a, y5 = add_layer(y3, y4, (1, *hw3, 12), 2 * max(s2, s4), act=ACT.RELU)
-    p2, y6, _ = pool_layer(y5, 2 * max(s2, s4), hw3, 12, kind=OP.AVERAGE_POOL_2D, window=hw3, stride=(1, 1),
+    s5 = 2 * max(s2, s4)
+    m, y5m = mul_layer(y5, y3, (1, *hw3, 12), s5 * s2 * 4000)
+    p2, y6, _ = pool_layer(y5m, s5 * s2 * 4000, hw3, 12, kind=OP.AVERAGE_POOL_2D, window=hw3, stride=(1, 1),
                            padding=VALID, name="p2")
     r = fb.ReshapeOptionsT()
     r.newShape = [1, 12]
-    y7 = act16((1, 12), 2 * max(s2, s4), "flat")
+    y7 = act16((1, 12), s5 * s2 * 4000, "flat")
     flat = operator(OP.RESHAPE, [y6], [y7], r, fb.BuiltinOptions.ReshapeOptions)
-    d, y8, s8 = dense_layer(rng, y7, 2 * max(s2, s4), 12, n_out=7, act=ACT.RELU)
+    d, y8, s8 = dense_layer(rng, y7, s5 * s2 * 4000, 12, n_out=7, act=ACT.RELU)
     # per channel: arm_fully_connected_s16 takes one multiplier, so this one stays XLA's code
     d2, y9, _ = dense_layer(rng, y8, s8, 7, n_out=5, per_channel=True, name="d2")
-    return model_bytes([c1, c2, p1, c3, a, p2, flat, d, d2], [x], [y9])
+    return model_bytes([c1, c2, p1, c3, a, m, p2, flat, d, d2], [x], [y9])
 
 
 def test_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
@@ -171,7 +187,7 @@ def test_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
     c = capture(path, None, tmp_path / "cap")
     assert [line.split(" onto ")[1] for line in c.log if line.startswith("lowered ")] == \
         ["arm_convolve_s16", "arm_depthwise_conv_s16", "arm_max_pool_s16", "arm_convolve_s16",
-         "arm_elementwise_add_s16", "arm_avgpool_s16", "arm_fully_connected_s16"]
+         "arm_elementwise_add_s16", "arm_elementwise_mul_s16", "arm_avgpool_s16", "arm_fully_connected_s16"]
     x = c.manifest.inputs[0].array()
     assert x.dtype == np.int16
     (want,) = imported.run_tflite_micro(imported.read(path), [(x,)])[0]

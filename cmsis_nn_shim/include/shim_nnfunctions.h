@@ -704,6 +704,26 @@ arm_cmsis_nn_status arm_elementwise_add_s16(const int16_t *input_1_vect,
                                             const int32_t out_activation_max,
                                             const int32_t block_size);
 
+/*
+ * s16 elementwise multiply of two vectors of block_size values (TFLite's int16 MUL; the three
+ * offsets are 0 in the 16x8 scheme and not read):
+ *
+ *   out = clamp(requantize(in1 * in2, out_mult, out_shift), out_activation_min, out_activation_max)
+ *
+ * with arm_nn_requantize (the product of two int16 is at most 2^30). Returns ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_elementwise_mul_s16(const int16_t *input_1_vect,
+                                            const int16_t *input_2_vect,
+                                            const int32_t input_1_offset,
+                                            const int32_t input_2_offset,
+                                            int16_t *output,
+                                            const int32_t out_offset,
+                                            const int32_t out_mult,
+                                            const int32_t out_shift,
+                                            const int32_t out_activation_min,
+                                            const int32_t out_activation_max,
+                                            const int32_t block_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,8 +6,8 @@ exact signature (v7.0.0's, unchanged since v6.0.0; specializer/library/cmsis_api
 and struct fields given by name, structs as constant globals named after the block's scope:
 avgpool_s8 -> arm_avgpool_s8, max_pool_s8 -> arm_max_pool_s8, elementwise_add_s8 ->
 arm_elementwise_add_s8, elementwise_mul_s8 -> arm_elementwise_mul_s8, softmax_s8 -> arm_softmax_s8;
-int16 blocks (the 16x8 scheme) avgpool_s16, max_pool_s16 and elementwise_add_s16 -> CMSIS-NN's
-function of that name.
+int16 blocks (the 16x8 scheme) avgpool_s16, max_pool_s16, elementwise_add_s16 and
+elementwise_mul_s16 -> CMSIS-NN's function of that name.
 
 arm_avgpool_s8's scratch (one int32 per channel with the DSP extension, what
 arm_avgpool_s8_get_buffer_size returns on Cortex-M4) comes from the memory plan's shared
@@ -30,7 +30,7 @@ from specializer.capture.libcalls import Operand
 from specializer.capture.thunks import LibCall
 
 OPS = ("avgpool_s8", "max_pool_s8", "elementwise_add_s8", "elementwise_mul_s8", "softmax_s8", "avgpool_s16",
-       "max_pool_s16", "elementwise_add_s16")
+       "max_pool_s16", "elementwise_add_s16", "elementwise_mul_s16")
 
 
 def avgpool_s8_buffer_size(channels: int) -> int:
@@ -90,12 +90,14 @@ def _add(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
 
 
 def _mul(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
+    """arm_elementwise_mul_s8, or _s16 (the same arguments; its offsets are 0)."""
     _args(scope, args, out, 2)
     shape = p["shape"]
+    t = p["op"].rsplit("_", 1)[1]
     for what, a in (("input 1", args[0]), ("input 2", args[1]), ("output", out)):
-        _check(a, "s8", shape, what, scope)
+        _check(a, t, shape, what, scope)
     lo, hi = p["activation"]
-    return _call("arm_elementwise_mul_s8", input_1_vect=args[0].slice, input_2_vect=args[1].slice,
+    return _call(f"arm_{p['op']}", input_1_vect=args[0].slice, input_2_vect=args[1].slice,
                  input_1_offset=p["input_1_offset"], input_2_offset=p["input_2_offset"], output=out.slice,
                  out_offset=p["out_offset"], out_mult=p["out_mult"], out_shift=p["out_shift"],
                  out_activation_min=lo, out_activation_max=hi, block_size=_count(out))
@@ -121,7 +123,8 @@ def _count(op: Operand) -> int:
 
 
 _LOWER = {"avgpool_s8": _pool, "max_pool_s8": _pool, "elementwise_add_s8": _add, "elementwise_mul_s8": _mul,
-          "softmax_s8": _softmax, "avgpool_s16": _pool, "max_pool_s16": _pool, "elementwise_add_s16": _add}
+          "softmax_s8": _softmax, "avgpool_s16": _pool, "max_pool_s16": _pool, "elementwise_add_s16": _add,
+          "elementwise_mul_s16": _mul}
 
 
 def lower(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:

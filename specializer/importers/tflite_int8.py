@@ -270,11 +270,15 @@ def mul(c: OpContext, x: TensorRecord) -> Layer:
     x, y = broadcast_operands(c, x)
     s1, z1, out_s, out_zp = _io(c, x)
     s2, z2 = per_tensor(c, y, "input 2")
+    if y.type == "INT16" and z2 != 0:
+        raise c.refuse(f"input 2 (tensor {y.index}) is INT16 with zero point {z2} (16x8 activations are "
+                       "symmetric: zero point 0)")
     m, sh = tflite_multiplier(float(np.float64(s1) * np.float64(s2) / np.float64(out_s)))
     p = MulParams(shape=x.shape, input_1_offset=-z1, input_2_offset=-z2, out_offset=out_zp, out_mult=m, out_shift=sh,
-                  activation=activation(c, out_s, out_zp), shape_2=None if y.shape == x.shape else y.shape)
+                  activation=activation(c, out_s, out_zp), shape_2=None if y.shape == x.shape else y.shape,
+                  **_s16(x))
     if y.data is not None:  # a constant factor: a weight
-        return c.layer(x, (c.constant(1, "m", "INT8"),), p, lambda a, b: blocks.mul(a, b, p))
+        return c.layer(x, (c.constant(1, "m", y.type),), p, lambda a, b: blocks.mul(a, b, p))
     return c.layer(x, (), p, lambda a, b: blocks.mul(a, b, p), inputs=(x.index, y.index))
 
 
@@ -308,4 +312,4 @@ OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense
        "TRANSPOSE_CONV": transpose_conv, "MEAN": mean, **tflite_movement.OPS}
 # 16x8 files: the ops with an int16 block
 OPS_16X8 = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
-            "MAX_POOL_2D": max_pool, "ADD": add, "RESHAPE": reshape_int8}
+            "MAX_POOL_2D": max_pool, "ADD": add, "MUL": mul, "RESHAPE": reshape_int8}

@@ -156,6 +156,10 @@ FUNCTIONS = (
              ((_S8, "input_1_vect"), (_S8, "input_2_vect")) + _i32("input_1_offset", "input_2_offset")
              + (("int8_t *", "output"),)
              + _i32("out_offset", "out_mult", "out_shift", "out_activation_min", "out_activation_max", "block_size")),
+    Function("arm_elementwise_mul_s16", _STATUS,
+             ((_S16, "input_1_vect"), (_S16, "input_2_vect")) + _i32("input_1_offset", "input_2_offset")
+             + (("int16_t *", "output"),)
+             + _i32("out_offset", "out_mult", "out_shift", "out_activation_min", "out_activation_max", "block_size")),
     Function("arm_softmax_s8", "void",
              ((_S8, "input"),) + _i32("num_rows", "row_size", "mult", "shift", "diff_min") + (("int8_t *", "output"),)),
     Function("arm_nn_mat_mult_nt_t_s8_s32", _STATUS,

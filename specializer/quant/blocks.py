@@ -393,17 +393,18 @@ def _add_or_sub(x1, x2, p: AddParams, sign: int):
 
 
 def mul(x1, x2, p: MulParams):
-    """arm_elementwise_mul_s8: the offset inputs multiplied (within 255**2: no overflow),
-    requantized to the output, offset, clamped; input 2 broadcast when p.shape_2 says so."""
-    _check(x1, p.shape, jnp.int8, "input 1", p)
-    _check(x2, p.shape if p.shape_2 is None else p.shape_2, jnp.int8, "input 2", p)
+    """arm_elementwise_mul_s8 (_s16): the offset inputs multiplied (within 255**2, or 2**30 for
+    int16: no overflow), requantized to the output, offset, clamped; input 2 broadcast when
+    p.shape_2 says so."""
+    _check(x1, p.shape, _act_type(p), "input 1", p)
+    _check(x2, p.shape if p.shape_2 is None else p.shape_2, _act_type(p), "input 2", p)
     lowered = calls.call(p, p.shape, x1, x2)
     if lowered is not None:
         return lowered
     with jax.named_scope(p.scope):
         prod = (x1.astype(jnp.int32) + p.input_1_offset) * (x2.astype(jnp.int32) + p.input_2_offset)
         y = requantize(prod, p.out_mult, p.out_shift) + jnp.int32(p.out_offset)
-        return jnp.clip(y, p.activation[0], p.activation[1]).astype(jnp.int8)
+        return jnp.clip(y, p.activation[0], p.activation[1]).astype(_act_type(p))
 
 
 def requantize_s8(x, input_zero_point: int, multiplier: int, shift: int, output_zero_point: int):

@@ -74,7 +74,7 @@ def unsupported(p) -> str | None:
     if isinstance(p, SubParams):  # before AddParams, its base
         return "no CMSIS-NN s8 subtract (v7.0.0 has arm_elementwise_add_s8 only)"
     if isinstance(p, MulParams) and p.shape_2 is not None and tuple(p.shape_2) != tuple(p.shape):
-        return "broadcasting (arm_elementwise_mul_s8 takes two tensors of one shape)"
+        return f"broadcasting (arm_{p.op} takes two tensors of one shape)"
     if isinstance(p, (PoolParams, AddParams, MulParams, SoftmaxParams)):
         # their parameter checks (params.py) already keep them inside what the s8 functions
         # compute exactly: windows that cover a pixel, left_shift >= 16, rows of <= 511

@@ -332,8 +332,9 @@ class MulParams(_Block):
     the inputs' scales' product over the output's. `shape` is input 1's and the output's;
     `shape_2`, when given, input 2's, broadcast to `shape` as numpy (and TFLite's
     BroadcastMul) broadcast -- a squeeze-and-excite gate [1, 1, 1, C] over [1, H, W, C]: the same
-    arithmetic, which CMSIS-NN's function (one shape) does not take."""
-    op: ClassVar[str] = "elementwise_mul_s8"
+    arithmetic, which CMSIS-NN's function (one shape) does not take. activation_bits 16:
+    arm_elementwise_mul_s16 (TFLite's int16 MUL: offsets 0; the product of two int16 fits int32,
+    requantized as the s8 form)."""
     shape: tuple[int, ...]
     input_1_offset: int
     input_2_offset: int
@@ -342,13 +343,21 @@ class MulParams(_Block):
     out_shift: int
     activation: Pair
     shape_2: tuple[int, ...] | None = None
+    activation_bits: int = _activation_bits()
+
+    @property
+    def op(self) -> str:
+        return f"elementwise_mul_s{self.activation_bits}"
 
     def __post_init__(self):
         if self.shape_2 is not None and (len(self.shape_2) > len(self.shape) or any(
                 d2 not in (1, d) for d, d2 in zip(self.shape[::-1], self.shape_2[::-1]))):
             raise ValueError(f"{self.op}: input 2 {list(self.shape_2)} does not broadcast to {list(self.shape)}")
-        _check_act(self.activation, self.op)
+        _check_s16(self, offsets=(self.input_1_offset, self.input_2_offset, self.out_offset))
+        _check_act(self.activation, self.op, self.activation_bits)
         _check_quant((self.out_mult,), (self.out_shift,), 1, self.op)
+        if self.activation_bits == 16:
+            return
         for o in (self.input_1_offset, self.input_2_offset):
             if not -127 <= o <= 128:
                 raise ValueError(f"{self.op}: input offset {o} outside [-127, 128] (a negated int8 zero point)")

@@ -413,7 +413,8 @@ def _lstm(layer: Layer, i: int, qin: QParams, rng, src, qparams, pname):
 
 
 # the layers the 16x8 scheme quantizes (CMSIS-NN's s16 functions, or moving int16 values as they are)
-S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "add", "reshape", "pad", "transpose", "move")
+S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "add", "mul", "reshape", "pad", "transpose",
+              "move")
 ADD_LEFT_SHIFT_S16 = 15  # TFLite's int16 add
 
 
@@ -497,13 +498,13 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
             out_offset=q.zero_point, out_mult=mo, out_shift=so, activation=_act(layer.relu, q), **s16)
         return Step(layer.kind, block, tuple(src)), q
     if layer.kind == "mul":  # TFLite's MUL: the inputs' scales' product over the output's
-        q = activation_qparams(*rng)
+        q = activation_qparams(*rng, activation_bits)
         q1, q2 = qins
         mo, so = quantize_multiplier(q1.scale * q2.scale / q.scale)
         shape_2 = tuple(layer.ins[1].out.aval.shape)
         block = MulParams(shape=out_shape, input_1_offset=-q1.zero_point, input_2_offset=-q2.zero_point,
                           out_offset=q.zero_point, out_mult=mo, out_shift=so, activation=_act(layer.relu, q),
-                          shape_2=None if shape_2 == out_shape else shape_2)
+                          shape_2=None if shape_2 == out_shape else shape_2, **s16)
         return Step("mul", block, tuple(src)), q
     if layer.kind == "softmax":
         rows = int(np.prod(out_shape[:-1]))
