@@ -9,4 +9,6 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/setup.sh"
 cd "$root"
 workers=$(( $(nproc) + 1 ))
-exec "$root/.venv/bin/python" -m pytest -q -n "$workers" "$@"
+# --dist loadscope: a test file's tests run in one worker, so its module-scoped fixtures (captures,
+# builds) are made once, not once per worker that draws one of its tests
+exec "$root/.venv/bin/python" -m pytest -q -n "$workers" --dist loadscope "$@"
