@@ -201,7 +201,7 @@ static inline void triples(int8_t *out, const int8_t *in, const void *w, const i
       const int32_t *r0 = rq + 4 * o, *r1 = rq + 4 * j;
       /* int16 panels: the sums start from 0 and take the biases after the taps (as in quads);
          loaded before them, o's whole record came with its bias and was spilled across the
-         unrolled taps (kernel rows 3x3 1.23 -> 1.21 est. cycles/MAC, 1x1 1.54 -> 1.53, KWS -0.9%).
+         unrolled taps (kernel rows 3x3 1.23 -> 1.21 est. cycles/MAC, 1x1 1.54 -> 1.53, ResNet-8 -0.6%).
          int8 panels keep them first (the packed form: every sum from o+1's bias, o's taken after
          the loop): started from 0 the packed loop spilled (ResNet-8's 64-channel 3x3 conv +7.6%) */
       const uint32_t b0 = narrow == PACKED ? (uint32_t)r1[0] : narrow ? (uint32_t)r0[0] : 0;

@@ -83,7 +83,7 @@ def test_every_layer_an_s16_block_closer_to_float_than_int8():
     ref = np.stack([np.asarray(net(x, **grid)) for x in xs])
     err16 = np.abs(np.stack([model.run_float(qp, x=x) for x in xs]) - ref).max()
     err8 = np.abs(np.stack([q8.run_float(p8, x=x) for x in xs]) - ref).max()
-    assert err16 <= 2e-4 * np.abs(ref).max() and err16 < err8 / 50, (err16, err8)  # measured 1.5e-4 against 0.040
+    assert err16 <= 2e-4 * np.abs(ref).max() and err16 < err8 / 50, (err16, err8)  # measured 8.0e-4 against 0.084
 
 
 def _on_grid(w, per_channel: bool):

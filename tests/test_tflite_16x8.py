@@ -110,9 +110,12 @@ def one_op(kind, seed=0, **kw) -> bytes:
         op, y = add_layer(x, b, (1, *hw, cin), in_s * 2.1, **kw)
         return model_bytes([op], [x, b], [y])
     if kind == "mul":  # the product of two int16 spread over about half of int16
-        b = act16((1, *hw, cin), in_s * 1.7, "b")
+        const = kw.pop("const", False)
+        b = act16((1, *hw, cin), in_s * 1.7, "b") if not const else me.Tensor(
+            shape=(1, *hw, cin), dtype=fb.TensorType.INT16, name="b", quantization=me.Quantization(in_s * 1.7, 0),
+            data=rng.integers(-32768, 32768, (1, *hw, cin)).astype(np.int16))  # a constant factor: a weight
         op, y = mul_layer(x, b, (1, *hw, cin), in_s * in_s * 1.7 * 2 ** 30 / 16000, **kw)
-        return model_bytes([op], [x, b], [y])
+        return model_bytes([op], [x] if const else [x, b], [y])
     op, y, _, _ = conv_layer(rng, x, in_s, hw, cin, depthwise=kind == "depthwise", **kw)
     return model_bytes([op], [x], [y])
 
@@ -135,6 +138,7 @@ CASES = {
     "add_relu": ("add", dict(cin=4, act=ACT.RELU)),
     "mul": ("mul", dict(cin=5)),
     "mul_relu": ("mul", dict(cin=4, act=ACT.RELU)),
+    "mul_constant_factor": ("mul", dict(cin=3, const=True)),
 }
 
 

@@ -2,7 +2,7 @@
 
 A capture runs the user's JAX function in a process of its own (capture_worker: XLA reads its
 flags once, when its backend starts, and must see one CPU). Starting Python and importing JAX and
-NumPy is about 0.9 s of a small model's 2 s capture. A process that captures again (the tests,
+NumPy is about 0.85 s of a small model's 1.3 s capture. A process that captures again (the tests,
 `specialize examples`, the fuzzer, a dataset campaign) keeps a zygote: a child that pinned itself
 to the worker's CPU and imported what the worker imports -- JAX, but no backend started -- then
 forks one worker per capture. The fork takes the capture's environment (XLA_FLAGS among it),
@@ -10,10 +10,11 @@ sets the worker's deadline and parent-death signal, and runs the worker's main, 
 there as in a fresh worker. The first capture of a process runs the worker directly: a one-shot
 command pays for no zygote.
 
-The zygote serves one capture at a time over its stdin/stdout (one JSON line in; the worker's
-pid, then its exit code out) and ends with its caller (parent-death signal, or its stdin
-closing); the worker it forked ends with the zygote, so killing the caller ends both. It is
-started again when the environment it imported JAX under differs from the caller's.
+The zygote serves one capture at a time over its stdin/stdout (one JSON line in; `pid N`, then
+`exit N` out) and ends with its caller (parent-death signal, or its stdin closing); the worker it
+forked ends with the zygote, so killing the caller ends both. Only the main thread uses one (Linux's
+parent-death signal follows the thread that started the child). It is started again when a
+variable the imports read (`_IMPORTED`: JAX's, XLA's, NumPy's, Python's, ours) differs.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from pathlib import Path
 
 # set per capture (capture.run_worker): none of them is read before the worker's main runs
 PER_CAPTURE = ("XLA_FLAGS", "SPECIALIZER_LOWER_INT8", "SPECIALIZER_EVERY_LAYER", "SPECIALIZER_CAPTURE_DEADLINE")
+# the variables the zygote's imports can read: a zygote serves a capture only if they are as they
+# were when it started (the fork gets the whole environment; pytest's PYTEST_CURRENT_TEST, which
+# changes every test, must not start a new zygote)
+_IMPORTED = ("JAX_", "XLA_", "TF_", "PYTHON", "OPENBLAS", "OMP_", "MKL_", "NUMPY", "LD_", "SPECIALIZER_")
 
 
 @dataclass(frozen=True)
@@ -52,35 +57,51 @@ class _Zygote:
         return self.proc.poll() is None
 
     def run(self, argv: list[str], env: dict, stderr: Path, timeout: float) -> Result | None:
-        """The worker's exit code and stderr; None if the zygote failed (the caller runs it directly)."""
+        """The worker's exit code and stderr; None if the zygote failed before the worker started
+        (the caller runs it directly). Anything raised here (an interrupt) ends the zygote: a
+        request left half answered would put the next one's lines out of step."""
+        try:
+            return self._run(argv, env, stderr, timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _run(self, argv: list[str], env: dict, stderr: Path, timeout: float) -> Result | None:
         try:
             self.proc.stdin.write(json.dumps({"argv": argv, "env": env, "cwd": os.getcwd(),
                                               "stderr": str(stderr)}).encode() + b"\n")
             self.proc.stdin.flush()
-            pid = int(self._line(timeout=30))
+            pid = self._number("pid", timeout=30)
         except (OSError, ValueError, TimeoutError):
             self.close()
             return None
         timed_out = False
         try:
-            line = self._line(timeout)
+            code = self._number("exit", timeout)
         except TimeoutError:
             timed_out = True
             try:
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
+            except ProcessLookupError:  # it ended as the time ran out: its exit line is on the way
                 pass
             try:
-                line = self._line(timeout=30)
+                code = self._number("exit", timeout=30)
             except (TimeoutError, ValueError):
                 self.close()
-                line = "-9"
-        except ValueError:  # the zygote died under the worker
+                code = -signal.SIGKILL
+        except ValueError:  # the zygote died under the worker: the worker's end, as a crash is
             self.close()
-            return None
+            code = -signal.SIGKILL
         text = stderr.read_text(errors="replace") if stderr.exists() else ""
         stderr.unlink(missing_ok=True)
-        return Result(int(line), text, timed_out)
+        return Result(code, text or "the capture worker was killed", timed_out)
+
+    def _number(self, word: str, timeout: float) -> int:
+        tag, _, value = self._line(timeout).partition(" ")
+        n = int(value)
+        if tag != word or (word == "pid" and n <= 0):
+            raise ValueError(f"the zygote said '{tag} {value}', expected {word}")
+        return n
 
     def _line(self, timeout: float) -> str:
         deadline = time.monotonic() + timeout
@@ -104,11 +125,19 @@ class _Zygote:
 
 
 def _key(env: dict) -> tuple:
-    return tuple(sorted((k, v) for k, v in env.items() if k not in PER_CAPTURE))
+    return tuple(sorted((k, v) for k, v in env.items() if k.startswith(_IMPORTED) and k not in PER_CAPTURE))
 
 
 _LOCK = threading.Lock()
 _STATE: dict = {"zygote": None, "pid": None, "captures": 0}
+
+
+def _forked() -> None:
+    global _LOCK
+    _LOCK = threading.Lock()  # a fork of the caller: the lock may have been held by another thread
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def run(argv: list[str], env: dict, stderr: Path, timeout: float) -> Result | None:
@@ -118,14 +147,18 @@ def run(argv: list[str], env: dict, stderr: Path, timeout: float) -> Result | No
         if _STATE["pid"] != os.getpid():  # a fork of the caller has its own zygote, or none
             _STATE.update(zygote=None, pid=os.getpid(), captures=0)
         _STATE["captures"] += 1
-        if _STATE["captures"] == 1 or os.environ.get("SPECIALIZER_CAPTURE_ZYGOTE") == "0":
+        if (_STATE["captures"] == 1 or os.environ.get("SPECIALIZER_CAPTURE_ZYGOTE") == "0"
+                or threading.current_thread() is not threading.main_thread()):
             return None
         z = _STATE["zygote"]
         if z is not None and (not z.alive() or z.key != _key(env)):
             z.close()
             z = None
         if z is None:
-            z = _STATE["zygote"] = _Zygote(env)
+            try:
+                z = _STATE["zygote"] = _Zygote(env)
+            except OSError:
+                return None
         result = z.run(argv, env, stderr, timeout)
         if result is None:
             _STATE["zygote"] = None
@@ -155,6 +188,7 @@ def _serve() -> None:
                 os.environ.clear()
                 os.environ.update(req["env"])
                 sys.argv = [capture_worker.__file__, *req["argv"]]
+                sys.path[0] = req["cwd"]  # as `python -m` started there would have it
                 code = capture_worker.run_as_worker(req["argv"], forked=True)
             except BaseException:  # noqa: BLE001 - a fork never returns into the zygote's loop
                 code = 1
@@ -164,10 +198,10 @@ def _serve() -> None:
                     sys.stderr.flush()
                 finally:
                     os._exit(code)
-        sys.stdout.write(f"{pid}\n")
+        sys.stdout.write(f"pid {pid}\n")
         sys.stdout.flush()
         _, status = os.waitpid(pid, 0)
-        sys.stdout.write(f"{os.waitstatus_to_exitcode(status)}\n")
+        sys.stdout.write(f"exit {os.waitstatus_to_exitcode(status)}\n")
         sys.stdout.flush()
 
 
