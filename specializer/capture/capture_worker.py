@@ -227,11 +227,12 @@ def report(e: BaseException, model: Path) -> str:
     return f"error: {where}{type(e).__name__}" + (f": {message}" if message else "")
 
 
-def run_as_worker(argv: list[str], forked: bool = False) -> int:
-    """main, its error as one line on stderr; the exit code. `forked`: in a fork of warm.py's zygote,
-    which imported this module (pinned, its own parent-death signal) before this capture."""
-    if forked:
-        _die_with_parent(os.getppid())
+def run_as_worker(argv: list[str], zygote: int = 0) -> int:
+    """main, its error as one line on stderr; the exit code. `zygote`: the pid of warm.py's zygote
+    this process is a fork of (it imported this module, pinned, with its own parent-death signal,
+    before this capture), which must still be its parent once the signal is set."""
+    if zygote:
+        _die_with_parent(zygote)
     try:
         main(argv)
     except SystemExit as e:

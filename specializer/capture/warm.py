@@ -175,6 +175,7 @@ def _serve() -> None:
 
     for line in sys.stdin:
         req = json.loads(line)
+        zygote = os.getpid()
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -189,7 +190,7 @@ def _serve() -> None:
                 os.environ.update(req["env"])
                 sys.argv = [capture_worker.__file__, *req["argv"]]
                 sys.path[0] = req["cwd"]  # as `python -m` started there would have it
-                code = capture_worker.run_as_worker(req["argv"], forked=True)
+                code = capture_worker.run_as_worker(req["argv"], zygote=zygote)
             except BaseException:  # noqa: BLE001 - a fork never returns into the zygote's loop
                 code = 1
             finally:
