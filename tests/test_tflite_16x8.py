@@ -78,10 +78,12 @@ def pool_layer(x, s, hw, c, *, kind=OP.MAX_POOL_2D, window=(2, 2), stride=(2, 2)
     return operator(kind, [x], [y], o, fb.BuiltinOptions.Pool2DOptions), y, (oh, ow)
 
 
-def add_layer(a, b, shape, out_s, act=ACT.NONE, name="a"):
-    o = fb.AddOptionsT()
+def add_layer(a, b, shape, out_s, act=ACT.NONE, name="a", sub=False):
+    o = fb.SubOptionsT() if sub else fb.AddOptionsT()
     o.fusedActivationFunction = act
     y = act16(shape, out_s, f"{name}_y")
+    if sub:
+        return operator(OP.SUB, [a, b], [y], o, fb.BuiltinOptions.SubOptions), y
     return operator(OP.ADD, [a, b], [y], o, fb.BuiltinOptions.AddOptions), y
 
 
@@ -105,9 +107,9 @@ def one_op(kind, seed=0, **kw) -> bytes:
         op, y, _ = pool_layer(x, in_s, hw, cin, kind=OP.MAX_POOL_2D if kind == "max_pool" else OP.AVERAGE_POOL_2D,
                               **kw)
         return model_bytes([op], [x], [y])
-    if kind == "add":
+    if kind in ("add", "sub"):
         b = act16((1, *hw, cin), in_s * 1.7, "b")
-        op, y = add_layer(x, b, (1, *hw, cin), in_s * 2.1, **kw)
+        op, y = add_layer(x, b, (1, *hw, cin), in_s * 2.1, sub=kind == "sub", **kw)
         return model_bytes([op], [x, b], [y])
     if kind == "mul":  # the product of two int16 spread over about half of int16
         const = kw.pop("const", False)
@@ -136,6 +138,8 @@ CASES = {
     "avg_pool": ("avg_pool", dict(cin=6, window=(3, 3), stride=(2, 1))),
     "add": ("add", dict(cin=5)),
     "add_relu": ("add", dict(cin=4, act=ACT.RELU)),
+    "sub": ("sub", dict(cin=5)),
+    "sub_relu": ("sub", dict(cin=4, act=ACT.RELU)),
     "mul": ("mul", dict(cin=5)),
     "mul_relu": ("mul", dict(cin=4, act=ACT.RELU)),
     "mul_constant_factor": ("mul", dict(cin=3, const=True)),
@@ -160,9 +164,8 @@ def test_each_op_equals_tflite_micro(case, tmp_path):
 
 def network(seed=0) -> bytes:
     """x [1, 9, 8, 3] -> conv 3x3 stride 2 relu (6 channels) -> depthwise 3x3 multiplier 2 dilated
-    (2, 1) (12) -> max pool 2x2 -> + a 1x1 conv of it -> times the pool -> average pool -> dense
-    12 -> 7 relu ->
-    dense 7 -> 5 per channel, all 16x8."""
+    (2, 1) (12) -> max pool 2x2 -> + a 1x1 conv of it -> times the pool -> less the pool -> average
+    pool -> dense 12 -> 7 relu -> dense 7 -> 5 per channel, all 16x8."""
     rng = np.random.default_rng(seed)
     in_s = 0.002
     x = act16((1, 9, 8, 3), in_s, "x")
@@ -173,16 +176,18 @@ def network(seed=0) -> bytes:
     a, y5 = add_layer(y3, y4, (1, *hw3, 12), 2 * max(s2, s4), act=ACT.RELU)
     s5 = 2 * max(s2, s4)
     m, y5m = mul_layer(y5, y3, (1, *hw3, 12), s5 * s2 * 4000)
-    p2, y6, _ = pool_layer(y5m, s5 * s2 * 4000, hw3, 12, kind=OP.AVERAGE_POOL_2D, window=hw3, stride=(1, 1),
+    s6 = 2 * max(s5 * s2 * 4000, s2)
+    sb, y5s = add_layer(y5m, y3, (1, *hw3, 12), s6, name="s", sub=True)  # XLA's code: CMSIS-NN has no subtract
+    p2, y6, _ = pool_layer(y5s, s6, hw3, 12, kind=OP.AVERAGE_POOL_2D, window=hw3, stride=(1, 1),
                            padding=VALID, name="p2")
     r = fb.ReshapeOptionsT()
     r.newShape = [1, 12]
-    y7 = act16((1, 12), s5 * s2 * 4000, "flat")
+    y7 = act16((1, 12), s6, "flat")
     flat = operator(OP.RESHAPE, [y6], [y7], r, fb.BuiltinOptions.ReshapeOptions)
-    d, y8, s8 = dense_layer(rng, y7, s5 * s2 * 4000, 12, n_out=7, act=ACT.RELU)
+    d, y8, s8 = dense_layer(rng, y7, s6, 12, n_out=7, act=ACT.RELU)
     # per channel: arm_fully_connected_s16 takes one multiplier, so this one stays XLA's code
     d2, y9, _ = dense_layer(rng, y8, s8, 7, n_out=5, per_channel=True, name="d2")
-    return model_bytes([c1, c2, p1, c3, a, m, p2, flat, d, d2], [x], [y9])
+    return model_bytes([c1, c2, p1, c3, a, m, sb, p2, flat, d, d2], [x], [y9])
 
 
 def test_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
@@ -200,6 +205,8 @@ def test_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
     assert got.dtype == np.int16 and len(np.unique(got)) == 5
     assert any("kept XLA's code for cmsis_nn.fully_connected_s16." in line and "per-channel" in line
                and "arm_fully_connected_s16" in line for line in c.log), c.log
+    assert any("kept XLA's code for cmsis_nn.elementwise_sub_s16." in line and "no CMSIS-NN subtract" in line
+               for line in c.log), c.log
     # the lowered calls: conv 5x4x6 outputs of 27 taps, depthwise 5x4x12 of 9, the 1x1 conv
     # 3x2x12 of 12, dense 7 of 12 (the per-channel one is XLA's code: not a kernel call)
     assert macs.count(c.model_ll.read_text()) == 5 * 4 * 6 * 27 + 5 * 4 * 12 * 9 + 3 * 2 * 12 * 12 + 12 * 7

@@ -312,4 +312,4 @@ OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense
        "TRANSPOSE_CONV": transpose_conv, "MEAN": mean, **tflite_movement.OPS}
 # 16x8 files: the ops with an int16 block
 OPS_16X8 = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
-            "MAX_POOL_2D": max_pool, "ADD": add, "MUL": mul, "RESHAPE": reshape_int8}
+            "MAX_POOL_2D": max_pool, "ADD": add, "SUB": sub, "MUL": mul, "RESHAPE": reshape_int8}

@@ -72,7 +72,7 @@ def unsupported(p) -> str | None:
             return f"per-channel requantization (arm_{p.op} takes one multiplier and shift per tensor)"
         return None
     if isinstance(p, SubParams):  # before AddParams, its base
-        return "no CMSIS-NN s8 subtract (v7.0.0 has arm_elementwise_add_s8 only)"
+        return "no CMSIS-NN subtract (v7.0.0 has arm_elementwise_add_s8 and _s16 only)"
     if isinstance(p, MulParams) and p.shape_2 is not None and tuple(p.shape_2) != tuple(p.shape):
         return f"broadcasting (arm_{p.op} takes two tensors of one shape)"
     if isinstance(p, (PoolParams, AddParams, MulParams, SoftmaxParams)):
