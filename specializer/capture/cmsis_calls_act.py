@@ -71,15 +71,19 @@ def _pool(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
                  output_dims=_dims(f"{scope}.output_dims", p["output_dims"]), **data)
 
 
-def _add(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
-    """arm_elementwise_add_s8, or _s16 (the same arguments)."""
+def _elementwise(scope: str, p: dict, args: list[Operand], out: Operand) -> None:
+    """Two inputs and the output of the block's shape and its width (s8 or s16, from its op)."""
     _args(scope, args, out, 2)
-    shape = p["shape"]
     t = p["op"].rsplit("_", 1)[1]
     for what, a in (("input 1", args[0]), ("input 2", args[1]), ("output", out)):
-        _check(a, t, shape, what, scope)
+        _check(a, t, p["shape"], what, scope)
+
+
+def _add(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
+    """arm_elementwise_add_s8, or _s16 (the same arguments)."""
+    _elementwise(scope, p, args, out)
     size = 1
-    for d in shape:
+    for d in p["shape"]:
         size *= d
     lo, hi = p["activation"]
     same = ("input_1_offset", "input_1_mult", "input_1_shift", "input_2_offset", "input_2_mult", "input_2_shift",
@@ -91,11 +95,7 @@ def _add(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
 
 def _mul(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
     """arm_elementwise_mul_s8, or _s16 (the same arguments; its offsets are 0)."""
-    _args(scope, args, out, 2)
-    shape = p["shape"]
-    t = p["op"].rsplit("_", 1)[1]
-    for what, a in (("input 1", args[0]), ("input 2", args[1]), ("output", out)):
-        _check(a, t, shape, what, scope)
+    _elementwise(scope, p, args, out)
     lo, hi = p["activation"]
     return _call(f"arm_{p['op']}", input_1_vect=args[0].slice, input_2_vect=args[1].slice,
                  input_1_offset=p["input_1_offset"], input_2_offset=p["input_2_offset"], output=out.slice,

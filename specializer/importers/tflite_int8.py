@@ -105,12 +105,16 @@ def _io(c: OpContext, x: TensorRecord) -> tuple[float, int, float, int]:
     if c.out.type != x.type:
         raise c.refuse(f"output type {c.out.type} with an {x.type} input (the reader takes int8 -> int8 and "
                        "int16 -> int16)")
-    io = (*per_tensor(c, x, "input"), *per_tensor(c, c.out, "output"))
-    for what, t, zp in (("input", x, io[1]), ("output", c.out, io[3])):
-        if t.type == "INT16" and zp != 0:
-            raise c.refuse(f"{what} (tensor {t.index}) is INT16 with zero point {zp} (16x8 activations are "
-                           "symmetric: zero point 0)")
-    return io
+    return (*activation_quant(c, x, "input"), *activation_quant(c, c.out, "output"))
+
+
+def activation_quant(c: OpContext, t: TensorRecord, what: str) -> tuple[float, int]:
+    """An activation's scale and zero point (per tensor; 0 for INT16: 16x8 is symmetric)."""
+    scale, zp = per_tensor(c, t, what)
+    if t.type == "INT16" and zp != 0:
+        raise c.refuse(f"{what} (tensor {t.index}) is INT16 with zero point {zp} (16x8 activations are "
+                       "symmetric: zero point 0)")
+    return scale, zp
 
 
 def _s16(x: TensorRecord) -> dict:
@@ -245,7 +249,7 @@ def sub(c: OpContext, x: TensorRecord) -> Layer:
 def _add_or_sub(c: OpContext, x: TensorRecord, params, block) -> Layer:
     y = second_input(c, x)
     s1, z1, out_s, out_zp = _io(c, x)
-    s2, z2 = per_tensor(c, y, "input 2")
+    s2, z2 = activation_quant(c, y, "input 2")
     twice = 2 * max(s1, s2)
     left = ADD_LEFT_SHIFT_S16 if x.type == "INT16" else ADD_LEFT_SHIFT  # TFLite Micro's add.cc
     (m1, sh1), (m2, sh2) = tflite_multiplier(s1 / twice), tflite_multiplier(s2 / twice)
@@ -254,9 +258,6 @@ def _add_or_sub(c: OpContext, x: TensorRecord, params, block) -> Layer:
         raise c.refuse(f"output scale {out_s} is too small for the inputs' (the multiplier must be below 1)")
     if y.type != x.type:
         raise c.refuse(f"input 2 is {y.type}, input 1 {x.type}")
-    if y.type == "INT16" and z2 != 0:
-        raise c.refuse(f"input 2 (tensor {y.index}) is INT16 with zero point {z2} (16x8 activations are "
-                       "symmetric: zero point 0)")
     p = params(shape=x.shape, input_1_offset=-z1, input_1_mult=m1, input_1_shift=sh1, input_2_offset=-z2,
                input_2_mult=m2, input_2_shift=sh2, left_shift=left, out_offset=out_zp, out_mult=mo,
                out_shift=so, activation=activation(c, out_s, out_zp), **_s16(x))
@@ -269,10 +270,7 @@ def mul(c: OpContext, x: TensorRecord) -> Layer:
     squeeze-and-excite gate): the block's input 2."""
     x, y = broadcast_operands(c, x)
     s1, z1, out_s, out_zp = _io(c, x)
-    s2, z2 = per_tensor(c, y, "input 2")
-    if y.type == "INT16" and z2 != 0:
-        raise c.refuse(f"input 2 (tensor {y.index}) is INT16 with zero point {z2} (16x8 activations are "
-                       "symmetric: zero point 0)")
+    s2, z2 = activation_quant(c, y, "input 2")
     m, sh = tflite_multiplier(float(np.float64(s1) * np.float64(s2) / np.float64(out_s)))
     p = MulParams(shape=x.shape, input_1_offset=-z1, input_2_offset=-z2, out_offset=out_zp, out_mult=m, out_shift=sh,
                   activation=activation(c, out_s, out_zp), shape_2=None if y.shape == x.shape else y.shape,
