@@ -564,6 +564,21 @@ void arm_softmax_s8(const int8_t *input,
                     int8_t *output);
 
 /*
+ * s16 softmax over num_rows rows of row_size values, TFLite's int16 algorithm (zero points 0,
+ * output scale 1/32768): mult/shift (arm_nn_requantize) scale (x - row max) so that [-65535, 0]
+ * is [-10, 0]; exp and the reciprocal of the row's sum come from softmax_params' two 513-entry
+ * tables, interpolated over the low 7 bits of the index. Returns ARM_CMSIS_NN_ARG_ERROR if a
+ * table is NULL, else ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_softmax_s16(const int16_t *input,
+                                    const int32_t num_rows,
+                                    const int32_t row_size,
+                                    const int32_t mult,
+                                    const int32_t shift,
+                                    const cmsis_nn_softmax_lut_s16 *softmax_params,
+                                    int16_t *output);
+
+/*
  * int16 activations, int8 weights ("16x8", CMSIS-NN v7.0.0's s16 functions), TFLite semantics.
  * Zero points are 0: the layers' input_offset and output_offset are not read (nor by v7.0.0),
  * the filter is symmetric. With an int64 bias the sums are exact (int64; with the DSP

@@ -7,7 +7,9 @@ and struct fields given by name, structs as constant globals named after the blo
 avgpool_s8 -> arm_avgpool_s8, max_pool_s8 -> arm_max_pool_s8, elementwise_add_s8 ->
 arm_elementwise_add_s8, elementwise_mul_s8 -> arm_elementwise_mul_s8, softmax_s8 -> arm_softmax_s8;
 int16 blocks (the 16x8 scheme) avgpool_s16, max_pool_s16, elementwise_add_s16 and
-elementwise_mul_s16 -> CMSIS-NN's function of that name.
+elementwise_mul_s16 -> CMSIS-NN's function of that name, softmax_s16 -> arm_softmax_s16 with
+TFLite's two tables (specializer/quant/lut_s16.py) as constant globals every softmax_s16 call of
+the model shares.
 
 arm_avgpool_s8's scratch (one int32 per channel with the DSP extension, what
 arm_avgpool_s8_get_buffer_size returns on Cortex-M4) comes from the memory plan's shared
@@ -27,10 +29,12 @@ from specializer.capture.cmsis_calls import (
     _struct,
 )
 from specializer.capture.libcalls import Operand
-from specializer.capture.thunks import LibCall
+from specializer.capture.thunks import Const, LibCall
+from specializer.library import cmsis_api
+from specializer.quant import lut_s16
 
 OPS = ("avgpool_s8", "max_pool_s8", "elementwise_add_s8", "elementwise_mul_s8", "softmax_s8", "avgpool_s16",
-       "max_pool_s16", "elementwise_add_s16", "elementwise_mul_s16")
+       "max_pool_s16", "elementwise_add_s16", "elementwise_mul_s16", "softmax_s16")
 
 
 def avgpool_s8_buffer_size(channels: int) -> int:
@@ -103,16 +107,36 @@ def _mul(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
                  out_activation_min=lo, out_activation_max=hi, block_size=_count(out))
 
 
-def _softmax(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
+def _rows(scope: str, p: dict, args: list[Operand], out: Operand) -> dict:
+    """A softmax's input and output, num_rows rows of row_size of its width: the call's arguments
+    they make."""
     _args(scope, args, out, 1)
     x = args[0]
     rows, row = p["num_rows"], p["row_size"]
     if not x.dims or x.dims[-1] != row or rows * row != _count(x):
         raise NotLowerable(f"{scope}: input is {x}, the block's parameters say {rows} rows of {row}")
-    _check(x, "s8", x.dims, "input", scope)
-    _check(out, "s8", x.dims, "output", scope)
-    return _call("arm_softmax_s8", input=x.slice, num_rows=rows, row_size=row, mult=p["mult"], shift=p["shift"],
-                 diff_min=p["diff_min"], output=out.slice)
+    t = p["op"].rsplit("_", 1)[1]
+    _check(x, t, x.dims, "input", scope)
+    _check(out, t, x.dims, "output", scope)
+    return dict(input=x.slice, num_rows=rows, row_size=row, mult=p["mult"], shift=p["shift"], output=out.slice)
+
+
+def _softmax(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
+    return _call("arm_softmax_s8", diff_min=p["diff_min"], **_rows(scope, p, args, out))
+
+
+def _softmax_s16(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
+    """arm_softmax_s16 with TFLite's two tables, one copy of each per model (equal names)."""
+    tables = tuple(_i16s(f"cmsis_nn.softmax_s16.{name}", t) for name, t in
+                   (("exp_lut", lut_s16.exp_table()), ("one_by_one_lut", lut_s16.one_over_one_plus_x_table())))
+    t, init = cmsis_api.struct_const("cmsis_nn_softmax_lut_s16", exp_lut=f'@"{tables[0].name}"',
+                                     one_by_one_lut=f'@"{tables[1].name}"')
+    return _call("arm_softmax_s16", softmax_params=Const(f"{scope}.luts", t, init, tables),
+                 **_rows(scope, p, args, out))
+
+
+def _i16s(name: str, values) -> Const:
+    return Const(name, f"[{len(values)} x i16]", "[" + ", ".join(f"i16 {int(v)}" for v in values) + "]")
 
 
 def _count(op: Operand) -> int:
@@ -124,7 +148,7 @@ def _count(op: Operand) -> int:
 
 _LOWER = {"avgpool_s8": _pool, "max_pool_s8": _pool, "elementwise_add_s8": _add, "elementwise_mul_s8": _mul,
           "softmax_s8": _softmax, "avgpool_s16": _pool, "max_pool_s16": _pool, "elementwise_add_s16": _add,
-          "elementwise_mul_s16": _mul}
+          "elementwise_mul_s16": _mul, "softmax_s16": _softmax_s16}
 
 
 def lower(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:

@@ -16,7 +16,9 @@ derives them:
   kept packed as the file packs them;
 - 16x8 files (INT16 activations, zero points 0; INT8 filters; INT64 biases, carried as
   blocks.bias_words): CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, AVERAGE_POOL_2D, MAX_POOL_2D,
-  ADD (left shift 15, TFLite Micro's for int16) and RESHAPE as the int16 blocks (activation_bits=16).
+  ADD (left shift 15, TFLite Micro's for int16), SUB, MUL and RESHAPE as the int16 blocks
+  (activation_bits=16); SOFTMAX (output scale 1/32768) as softmax_s16, TFLite's table-driven int16
+  softmax.
 """
 
 from __future__ import annotations
@@ -35,9 +37,10 @@ from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import QuantizeError
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
                                       MulParams, PoolParams, SubParams, TransposeConvParams, int_range)
-from specializer.quant.ptq import ADD_LEFT_SHIFT, ADD_LEFT_SHIFT_S16, softmax_params
+from specializer.quant.ptq import ADD_LEFT_SHIFT, ADD_LEFT_SHIFT_S16, softmax_params, softmax_s16_params
 
 SOFTMAX_OUT_SCALE, SOFTMAX_OUT_ZERO_POINT = 1 / 256, -128
+SOFTMAX_S16_OUT_SCALE = 1 / 32768
 
 
 def tflite_multiplier(real: float) -> tuple[int, int]:
@@ -292,6 +295,18 @@ def softmax(c: OpContext, x: TensorRecord) -> Layer:
     return c.layer(x, (), p, lambda a: blocks.softmax(a, p))
 
 
+def softmax_s16(c: OpContext, x: TensorRecord) -> Layer:
+    in_s, _, out_s, _ = _io(c, x)
+    # TFLite Micro's check: zero points 0 (activation_quant), output scale 1/32768 within 0.1%
+    if abs(out_s - SOFTMAX_S16_OUT_SCALE) > 0.001 * SOFTMAX_S16_OUT_SCALE:
+        raise c.refuse(f"int16 output scale {out_s} (TFLite's is 1/32768)")
+    try:
+        p = softmax_s16_params(in_s, int(np.prod(x.shape[:-1])), x.shape[-1], c.options["beta"])
+    except (QuantizeError, ValueError) as e:
+        raise c.refuse(str(e)) from None
+    return c.layer(x, (), p, lambda a: blocks.softmax_s16(a, p))
+
+
 def mean(c: OpContext, x: TensorRecord) -> Layer:
     in_s, in_zp, out_s, out_zp = _io(c, x)
     axes, keep = mean_axes(c, x)
@@ -310,4 +325,5 @@ OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense
        "TRANSPOSE_CONV": transpose_conv, "MEAN": mean, **tflite_movement.OPS}
 # 16x8 files: the ops with an int16 block
 OPS_16X8 = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
-            "MAX_POOL_2D": max_pool, "ADD": add, "SUB": sub, "MUL": mul, "RESHAPE": reshape_int8}
+            "MAX_POOL_2D": max_pool, "ADD": add, "SUB": sub, "MUL": mul, "SOFTMAX": softmax_s16,
+            "RESHAPE": reshape_int8}

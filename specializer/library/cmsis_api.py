@@ -162,6 +162,9 @@ FUNCTIONS = (
              + _i32("out_offset", "out_mult", "out_shift", "out_activation_min", "out_activation_max", "block_size")),
     Function("arm_softmax_s8", "void",
              ((_S8, "input"),) + _i32("num_rows", "row_size", "mult", "shift", "diff_min") + (("int8_t *", "output"),)),
+    Function("arm_softmax_s16", _STATUS,
+             ((_S16, "input"),) + _i32("num_rows", "row_size", "mult", "shift")
+             + (("const cmsis_nn_softmax_lut_s16 *", "softmax_params"), ("int16_t *", "output"))),
     Function("arm_nn_mat_mult_nt_t_s8_s32", _STATUS,
              ((_S8, "lhs"), (_S8, "rhs"), ("int32_t *", "dst"), ("const int32_t", "lhs_rows"),
               ("const int32_t", "rhs_rows"), ("const int32_t", "rhs_cols"), ("const int32_t", "lhs_offset"),
@@ -205,6 +208,7 @@ STRUCTS = {
         "cell_clip", "cell_scale_power", "output_multiplier", "output_shift", "output_offset"))
     + tuple(("cmsis_nn_lstm_gate", g) for g in ("forget_gate", "input_gate", "cell_gate", "output_gate")),
     "cmsis_nn_lstm_context": (("void *", "temp1"), ("void *", "temp2"), ("void *", "cell_state")),
+    "cmsis_nn_softmax_lut_s16": (("const int16_t *", "exp_lut"), ("const int16_t *", "one_by_one_lut")),
     "cmsis_nn_per_channel_quant_params": (("int32_t *", "multiplier"), ("int32_t *", "shift")),
     "cmsis_nn_per_tensor_quant_params": (("int32_t", "multiplier"), ("int32_t", "shift")),
     # arm_convolve_s16's bias: int64 values, or int32 ones when is_int32_bias (3 bytes of tail padding)

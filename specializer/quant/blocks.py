@@ -24,11 +24,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from specializer.quant import calls
+from specializer.quant import calls, lut_s16
 from specializer.quant.fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
                                           one_over_one_plus_x_for_x_in_0_1, requantize, requantize_s64)
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
-                                      MulParams, Pair, PoolParams, SoftmaxParams, SubParams, TransposeConvParams,
+                                      MulParams, Pair, PoolParams, SoftmaxParams, SoftmaxS16Params, SubParams, TransposeConvParams,
                                       packed_size)
 
 
@@ -429,10 +429,7 @@ ACCUM_BITS = 12  # arm_nn_softmax_common_s8
 
 def softmax(x, p: SoftmaxParams):
     """arm_softmax_s8 over the last axis; output scale 1/256, zero point -128."""
-    if x.dtype != jnp.int8 or x.shape[-1] != p.row_size or x.size != p.num_rows * p.row_size:
-        raise ValueError(f"{p.op}: input must be int8 with {p.num_rows} rows of {p.row_size}, "
-                         f"got {x.dtype}{list(x.shape)}")
-    lowered = calls.call(p, x.shape, x)
+    lowered = _softmax_call(x, p, jnp.int8)
     if lowered is not None:
         return lowered
     with jax.named_scope(p.scope):
@@ -449,6 +446,50 @@ def softmax(x, p: SoftmaxParams):
         res = _divide_by_pot_varying(scaled, bits_over_unit) - 128
         out = jnp.where(valid, jnp.clip(res, -128, 127), -128)
         return out.astype(jnp.int8)
+
+
+def softmax_s16(x, p: SoftmaxS16Params):
+    """arm_softmax_s16 (TFLite's SoftmaxInt16) over the last axis; zero points 0, output scale
+    1/32768."""
+    lowered = _softmax_call(x, p, jnp.int16)
+    if lowered is not None:
+        return lowered
+    with jax.named_scope(p.scope):
+        xi = x.astype(jnp.int32)
+        diff = xi - jnp.max(xi, axis=-1, keepdims=True)
+        scaled = jnp.clip(requantize(diff, p.mult, p.shift) + 32767, -32768, 32767)
+        e = _lut_lookup(scaled, lut_s16.exp_table())
+        total = jnp.sum(e, axis=-1, keepdims=True)
+        headroom = lax.clz(total)
+        # sum << (headroom - 1) has its top bit at 30, rounded to 15 fraction bits: TFLite adds
+        # the half in int64, which an int32 cannot (2^31 - 2^13 + 2^13), so the half's bit is added
+        # after the shift. (CMSIS-NN v7.0.0 adds it in int32; see cmsis_nn_shim/src/arm_softmax_s16.c)
+        t = total << (headroom - 1)
+        shifted = (t >> 14) + ((t >> 13) & 1)
+        recip = _lut_lookup(jnp.clip(shifted - (1 << 15) - (1 << 16), -32768, 32767),
+                            lut_s16.one_over_one_plus_x_table())
+        right = 31 - headroom
+        # e and recip are at most 32767: the product and its rounding term fit an int32
+        out = (e * recip + (jnp.int32(1) << (right - 1))) >> right
+        return jnp.clip(out, 0, 32767).astype(jnp.int16)
+
+
+def _softmax_call(x, p, dtype):
+    """A softmax's input checked against its parameters; its CMSIS-NN call where capture wants one."""
+    if x.dtype != dtype or x.shape[-1] != p.row_size or x.size != p.num_rows * p.row_size:
+        raise ValueError(f"{p.op}: input must be {jnp.dtype(dtype).name} with {p.num_rows} rows of {p.row_size}, "
+                         f"got {x.dtype}{list(x.shape)}")
+    return calls.call(p, x.shape, x)
+
+
+def _lut_lookup(value, table):
+    """TFLite's LUTLookup on int32 values in [-32768, 32767]: the high 9 bits index the table, the
+    low 7 interpolate, rounded; the sum wraps to int16 as the C's does."""
+    t = jnp.asarray(np.asarray(table, np.int32))
+    index = 256 + (value >> 7)
+    base = jnp.take(t, index)
+    r = base + (((jnp.take(t, index + 1) - base) * (value & 0x7F) + 64) >> 7)
+    return r.astype(jnp.int16).astype(jnp.int32)
 
 
 def _divide_by_pot_varying(x, exponent):

@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
-                                      MulParams, PoolParams, SoftmaxParams, SubParams, SvdfParams,
-                                      TransposeConvParams)
+                                      MulParams, PoolParams, SoftmaxParams, SoftmaxS16Params, SubParams,
+                                      SvdfParams, TransposeConvParams)
 
 TARGET_PREFIX = "cmsis_nn."
 # XLA's legacy custom-call ABI (void fn(void *out, const void **in)): the only kind a handler
@@ -75,9 +75,10 @@ def unsupported(p) -> str | None:
         return "no CMSIS-NN subtract (v7.0.0 has arm_elementwise_add_s8 and _s16 only)"
     if isinstance(p, MulParams) and p.shape_2 is not None and tuple(p.shape_2) != tuple(p.shape):
         return f"broadcasting (arm_{p.op} takes two tensors of one shape)"
-    if isinstance(p, (PoolParams, AddParams, MulParams, SoftmaxParams)):
+    if isinstance(p, (PoolParams, AddParams, MulParams, SoftmaxParams, SoftmaxS16Params)):
         # their parameter checks (params.py) already keep them inside what the s8 functions
-        # compute exactly: windows that cover a pixel, left_shift >= 16, rows of <= 511
+        # compute exactly: windows that cover a pixel, left_shift >= 16, rows of <= 511; an int16
+        # softmax's shift <= 15
         return None
     return f"no CMSIS-NN lowering for {type(p).__name__}"
 

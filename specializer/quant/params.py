@@ -386,6 +386,27 @@ class SoftmaxParams(_Block):
 
 
 @dataclass(frozen=True)
+class SoftmaxS16Params(_Block):
+    """arm_softmax_s16 over the last axis (TFLite's int16 softmax): input and output zero points
+    0, output scale 1/32768; mult/shift (arm_nn_requantize) take (x - row max) to the exp table's
+    [-65535, 0] for [-10, 0] (quant/lut_s16.py holds the tables)."""
+    op: ClassVar[str] = "softmax_s16"
+    activation_bits: ClassVar[int] = 16
+    num_rows: int
+    row_size: int
+    mult: int
+    shift: int
+
+    def __post_init__(self):
+        # the row's sum of exponentials (each <= 32767) stays an int32
+        if not 1 <= self.row_size <= 65536:
+            raise ValueError(f"{self.op}: row size {self.row_size} outside [1, 65536]")
+        _check_quant((self.mult,), (self.shift,), 1, self.op)
+        if self.shift > 15:  # (x - max) * 2^shift, x - max >= -65535, must stay an int32
+            raise ValueError(f"{self.op}: shift {self.shift} > 15 (the scaled difference would overflow int32)")
+
+
+@dataclass(frozen=True)
 class MeanParams(_Block):
     """TFLite's int8 MEAN (reference QuantizedMeanOrSum; CMSIS-NN has no kernel): the int32 sum over
     `axes`, less input_zero_point per summed element, requantized by multiplier/shift (1/count

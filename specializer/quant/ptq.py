@@ -12,7 +12,8 @@ quantize(fn, params, calibration_inputs):
      with weight_bits=4, conv, depthwise and dense weights int4 (packed); an LSTM written with
      lax.scan TFLite's integer LSTM (_lstm: its cell state int16, calibrated inside the scan);
      with activation_bits=16 TFLite's 16x8 scheme: activations symmetric int16 (scale =
-     max|range| / 32767, zero point 0), biases int64 (carried as blocks.bias_words).
+     max|range| / 32767, zero point 0), biases int64 (carried as blocks.bias_words), softmax
+     TFLite's int16 one (output scale 1/32768, zero point 0).
 The result is a plain JAX function of int8 (int16) inputs and int8/int32 parameters.
 """
 
@@ -32,7 +33,7 @@ from specializer.quant import lstm as lstm_block
 from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import Graph, Layer, QuantizeError, ScanToUnroll, build, evaluate
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
-                                      MeanParams, MulParams, PoolParams, SoftmaxParams, SubParams,
+                                      MeanParams, MulParams, PoolParams, SoftmaxParams, SoftmaxS16Params, SubParams,
                                       TransposeConvParams, int_range)
 
 SOFTMAX_INTEGER_BITS = 5  # TFLite's kScaledDiffIntegerBits
@@ -73,6 +74,16 @@ def softmax_params(input_scale: float, num_rows: int, row_size: int, beta: float
         raise QuantizeError(f"quantize: softmax input scale {input_scale} is too small (multiplier {real} < 1)")
     radius = math.floor(((1 << SOFTMAX_INTEGER_BITS) - 1) * (1 << (31 - SOFTMAX_INTEGER_BITS)) / (1 << shift))
     return SoftmaxParams(num_rows=num_rows, row_size=row_size, mult=mult, shift=shift, diff_min=-radius)
+
+
+def softmax_s16_params(input_scale: float, num_rows: int, row_size: int, beta: float = 1.0) -> SoftmaxS16Params:
+    """TFLite's int16 softmax scaling: double(input scale) * double(beta) / (10 / 65535), so that
+    a difference of -65535 from the row's maximum is -10 (the exp table's range)."""
+    try:
+        mult, shift = quantize_multiplier(float(np.float64(input_scale) * np.float64(beta) / (10.0 / 65535.0)))
+        return SoftmaxS16Params(num_rows=num_rows, row_size=row_size, mult=mult, shift=shift)
+    except ValueError as e:
+        raise QuantizeError(f"quantize: int16 softmax with input scale {input_scale}, beta {beta}: {e}") from None
 
 
 def activation_qparams(lo: float, hi: float, bits: int = 8) -> QParams:
@@ -176,6 +187,8 @@ def _run(s: Step, x, w, b):
     if s.kind == "mul":
         return blocks.mul(x[0], x[1], s.block)
     if s.kind == "softmax":
+        if isinstance(s.block, SoftmaxS16Params):
+            return blocks.softmax_s16(x[0], s.block)
         return blocks.softmax(x[0], s.block)
     if s.kind == "reshape":
         return x[0].reshape(s.block)
@@ -413,8 +426,8 @@ def _lstm(layer: Layer, i: int, qin: QParams, rng, src, qparams, pname):
 
 
 # the layers the 16x8 scheme quantizes (CMSIS-NN's s16 functions, or moving int16 values as they are)
-S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "add", "mul", "reshape", "pad", "transpose",
-              "move")
+S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "add", "mul", "softmax", "reshape", "pad",
+              "transpose", "move")
 ADD_LEFT_SHIFT_S16 = 15  # TFLite's int16 add
 
 
@@ -508,6 +521,9 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
         return Step("mul", block, tuple(src)), q
     if layer.kind == "softmax":
         rows = int(np.prod(out_shape[:-1]))
+        if activation_bits == 16:  # TFLite's int16 softmax: output scale 1/32768, zero point 0
+            return Step("softmax", softmax_s16_params(qin.scale, rows, out_shape[-1]), tuple(src)), \
+                QParams(1 / 32768, 0)
         return Step("softmax", softmax_params(qin.scale, rows, out_shape[-1]), tuple(src)), QParams(1 / 256, -128)
     if layer.kind == "reshape":
         return Step("reshape", a["shape"], tuple(src)), qin
