@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from every_variant import captured_source, every_variant_passes, int_values, model_namespace
+from float_error import errors_16_and_8
 from test_tflite_16x8 import act16, dense_layer
 from test_tflite_import import OP, check, fb, model_bytes, operator
 
@@ -184,29 +185,14 @@ def test_quantize_16x8_softmax_near_float_and_in_every_variant(tmp_path):
     assert model.step_qparams[-1].scale == 1 / 32768 and model.step_qparams[-1].zero_point == 0
     out = np.asarray(int_values(model, **model.example_inputs, **qp)[-1])
     assert out.dtype == np.int16 and out.shape == (3, 6)
-    import jax
-
-    from specializer.quant.ptq import quantize
-
     # against the float model with its weights on the int8 grid (per tensor, as quantize() makes
     # dense weights): the int16 path, tables included, leaves a hundredth of the int8 scheme's error
-    grid = dict(ns["W"], **{k: _on_grid(ns["W"][k]) for k in ("w1", "w2")})
-    xs = [c["x"] for c in ns["calibration"]]
-    net = jax.jit(ns["head"])
-    ref = np.stack([np.asarray(net(x, **grid)) for x in xs])
-    q8, p8 = quantize(ns["head"], ns["W"], ns["calibration"], activation_bits=8)
-    err16 = np.abs(np.stack([model.run_float(qp, x=x) for x in xs]) - ref).max()
-    err8 = np.abs(np.stack([q8.run_float(p8, x=x) for x in xs]) - ref).max()
+    err16, err8 = errors_16_and_8(ns["head"], ns["W"], ns["calibration"], model, qp, ("w1", "w2"))
     assert err16 < 2e-4 and err16 < err8 / 50, (err16, err8)  # measured 1.04e-4 against 0.0108
     c = captured_source(HEAD, "head_16x8", tmp_path)
     assert [line.split(" onto ")[1] for line in c.log if line.startswith("lowered ")] == \
         ["arm_fully_connected_s16", "arm_fully_connected_s16", "arm_softmax_s16"]
     every_variant_passes(c.model_ll, tmp_path, exact=True)
-
-
-def _on_grid(w):
-    a = np.abs(w).max() / 127
-    return (np.clip(np.round(w / a), -127, 127) * a).astype(np.float32)
 
 
 def test_refusals_are_one_line(tmp_path):

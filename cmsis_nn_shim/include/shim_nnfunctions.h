@@ -564,6 +564,18 @@ void arm_softmax_s8(const int8_t *input,
                     int8_t *output);
 
 /*
+ * TFLite's int16 Logistic (type ARM_SIGMOID) or Tanh (ARM_TANH) of size values: each input times
+ * 3 << left_shift (or times 3 with a rounding right shift by -left_shift: an input scale of
+ * 2^(left_shift - 12)) interpolated in TFLite's table of sigmoid(k / 24); output Q0.15. Returns
+ * ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status arm_nn_activation_s16(const int16_t *input,
+                                          int16_t *output,
+                                          const int32_t size,
+                                          const int32_t left_shift,
+                                          const arm_nn_activation_type type);
+
+/*
  * s16 softmax over num_rows rows of row_size values, TFLite's int16 algorithm (zero points 0,
  * output scale 1/32768): mult/shift (arm_nn_requantize) scale (x - row max) so that [-65535, 0]
  * is [-10, 0]; exp and the reciprocal of the row's sum come from softmax_params' two 513-entry

@@ -332,6 +332,11 @@ static inline void shim_svdf_units(const int32_t *time_sums,
     }
 }
 
+/* TFLite's int16 sigmoid or tanh of one value (arm_nn_activation_s16.c): x scaled by 3 <<
+   left_shift (or by 3 with a rounding right shift by -left_shift) to units of 1/(3 * 4096), Q0.15
+   out. arm_nn_activation_s16 and the LSTM's gates use it. */
+int16_t shim_activation_s16(int16_t x, int32_t left_shift, arm_nn_activation_type type);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,7 +9,8 @@ arm_elementwise_add_s8, elementwise_mul_s8 -> arm_elementwise_mul_s8, softmax_s8
 int16 blocks (the 16x8 scheme) avgpool_s16, max_pool_s16, elementwise_add_s16 and
 elementwise_mul_s16 -> CMSIS-NN's function of that name, softmax_s16 -> arm_softmax_s16 with
 TFLite's two tables (specializer/quant/lut_s16.py) as constant globals every softmax_s16 call of
-the model shares.
+the model shares; logistic_s16 and tanh_s16 -> arm_nn_activation_s16 (where the block's input
+multiplier is 3 x a power of two: its form).
 
 arm_avgpool_s8's scratch (one int32 per channel with the DSP extension, what
 arm_avgpool_s8_get_buffer_size returns on Cortex-M4) comes from the memory plan's shared
@@ -28,13 +29,14 @@ from specializer.capture.cmsis_calls import (
     _overlap,
     _struct,
 )
+from specializer.capture.cmsis_calls_lstm import SIGMOID, TANH
 from specializer.capture.libcalls import Operand
 from specializer.capture.thunks import Const, LibCall
 from specializer.library import cmsis_api
-from specializer.quant import lut_s16
+from specializer.quant import activations_s16, lut_s16
 
 OPS = ("avgpool_s8", "max_pool_s8", "elementwise_add_s8", "elementwise_mul_s8", "softmax_s8", "avgpool_s16",
-       "max_pool_s16", "elementwise_add_s16", "elementwise_mul_s16", "softmax_s16")
+       "max_pool_s16", "elementwise_add_s16", "elementwise_mul_s16", "softmax_s16", "logistic_s16", "tanh_s16")
 
 
 def avgpool_s8_buffer_size(channels: int) -> int:
@@ -135,6 +137,17 @@ def _softmax_s16(scope: str, p: dict, args: list[Operand], out: Operand) -> LibC
                  **_rows(scope, p, args, out))
 
 
+def _activation_s16(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
+    _args(scope, args, out, 1)
+    _check(args[0], "s16", p["shape"], "input", scope)
+    _check(out, "s16", p["shape"], "output", scope)
+    left_shift = activations_s16.cmsis_left_shift(p["input_multiplier"], p["input_left_shift"])
+    if left_shift is None:
+        raise NotLowerable(f"{scope}: input multiplier {p['input_multiplier']} is not 3 x a power of two")
+    return _call("arm_nn_activation_s16", input=args[0].slice, output=out.slice, size=_count(out),
+                 left_shift=left_shift, type=SIGMOID if p["op"] == "logistic_s16" else TANH)
+
+
 def _i16s(name: str, values) -> Const:
     return Const(name, f"[{len(values)} x i16]", "[" + ", ".join(f"i16 {int(v)}" for v in values) + "]")
 
@@ -148,7 +161,8 @@ def _count(op: Operand) -> int:
 
 _LOWER = {"avgpool_s8": _pool, "max_pool_s8": _pool, "elementwise_add_s8": _add, "elementwise_mul_s8": _mul,
           "softmax_s8": _softmax, "avgpool_s16": _pool, "max_pool_s16": _pool, "elementwise_add_s16": _add,
-          "elementwise_mul_s16": _mul, "softmax_s16": _softmax_s16}
+          "elementwise_mul_s16": _mul, "softmax_s16": _softmax_s16, "logistic_s16": _activation_s16,
+          "tanh_s16": _activation_s16}
 
 
 def lower(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:

@@ -43,7 +43,8 @@ def build_layer(g: GraphRecord, op: OpRecord, weights: dict) -> Layer:
     if x is None or x.data is not None:
         raise c.refuse("its data input is a constant")
     int8_ops = {**tflite_int8.OPS, **tflite_int8_activations.OPS, **tflite_int8_recurrent.OPS}
-    ops = {"INT8": int8_ops, "INT16": tflite_int8.OPS_16X8, "FLOAT32": tflite_float.OPS}.get(x.type)
+    int16_ops = {**tflite_int8.OPS_16X8, **tflite_int8_activations.OPS_16X8}
+    ops = {"INT8": int8_ops, "INT16": int16_ops, "FLOAT32": tflite_float.OPS}.get(x.type)
     if ops is None:
         raise c.refuse(f"input type {x.type} (the reader takes INT8, INT16 (16x8) and FLOAT32)")
     if op.name not in ops:

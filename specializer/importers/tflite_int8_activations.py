@@ -5,6 +5,9 @@ Each takes one int8 input and writes an int8 output of the same shape, both quan
 tensor. LOGISTIC's output must be TFLite's 1/256, -128 and TANH's 1/128, 0 (TFLite Micro's kernels
 write those whatever the file says; it refuses LOGISTIC's other zero points); HARD_SWISH's output
 scale must exceed the input's / 128 (TFLite Micro's Prepare refuses it otherwise).
+
+In 16x8 files LOGISTIC and TANH take INT16 data (zero points 0) into an output of scale 2^-15:
+specializer.quant.activations_s16's blocks.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import math
 from specializer.importers.tflite_file import TensorRecord
 from specializer.importers.tflite_int8 import _io
 from specializer.importers.tflite_layer import Layer, OpContext
-from specializer.quant import activations
+from specializer.quant import activations, activations_s16
 
 def _elementwise(c: OpContext, x: TensorRecord) -> tuple[float, int, float, int]:
     """(input scale, zero point, output scale, zero point) of a one-input op whose output has its
@@ -58,4 +61,15 @@ def leaky_relu(c: OpContext, x: TensorRecord) -> Layer:
     return c.layer(x, (), p, lambda a: activations.leaky_relu(a, p))
 
 
+def logistic16(c: OpContext, x: TensorRecord) -> Layer:
+    p = _params(c, activations_s16.logistic_params, x.shape, *_elementwise(c, x))
+    return c.layer(x, (), p, lambda a: activations_s16.logistic(a, p))
+
+
+def tanh16(c: OpContext, x: TensorRecord) -> Layer:
+    p = _params(c, activations_s16.tanh_params, x.shape, *_elementwise(c, x))
+    return c.layer(x, (), p, lambda a: activations_s16.tanh(a, p))
+
+
 OPS = {"LOGISTIC": logistic, "TANH": tanh, "HARD_SWISH": hard_swish, "LEAKY_RELU": leaky_relu}
+OPS_16X8 = {"LOGISTIC": logistic16, "TANH": tanh16}

@@ -165,6 +165,9 @@ FUNCTIONS = (
     Function("arm_softmax_s16", _STATUS,
              ((_S16, "input"),) + _i32("num_rows", "row_size", "mult", "shift")
              + (("const cmsis_nn_softmax_lut_s16 *", "softmax_params"), ("int16_t *", "output"))),
+    Function("arm_nn_activation_s16", _STATUS,
+             ((_S16, "input"), ("int16_t *", "output")) + _i32("size", "left_shift")
+             + (("const arm_nn_activation_type", "type"),)),
     Function("arm_nn_mat_mult_nt_t_s8_s32", _STATUS,
              ((_S8, "lhs"), (_S8, "rhs"), ("int32_t *", "dst"), ("const int32_t", "lhs_rows"),
               ("const int32_t", "rhs_rows"), ("const int32_t", "rhs_cols"), ("const int32_t", "lhs_offset"),

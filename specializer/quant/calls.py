@@ -80,6 +80,11 @@ def unsupported(p) -> str | None:
         # compute exactly: windows that cover a pixel, left_shift >= 16, rows of <= 511; an int16
         # softmax's shift <= 15
         return None
+    if getattr(p, "op", None) in ("logistic_s16", "tanh_s16"):  # quant/activations_s16.py (which imports this)
+        if p.cmsis_left_shift is None:
+            return (f"input multiplier {p.input_multiplier} is not 3 x a power of two (arm_nn_activation_s16 "
+                    "takes a shift only)")
+        return None
     return f"no CMSIS-NN lowering for {type(p).__name__}"
 
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
-from specializer.quant import calls
+from specializer.quant import activations_s16, calls
 from specializer.quant.blocks import _matmul_nt
 from specializer.quant.fixedpoint import requantize
 from specializer.quant.params import LstmParams
@@ -25,66 +24,16 @@ from specializer.quant.params import LstmParams
 GATE_SCALE, GATE_OUT_SCALE = 2.0 ** -12, 2.0 ** -15  # TFLite Micro's int16 gate scales (Q3.12, Q0.15)
 CELL_POWERS = (-30, 15)  # cell state scales 2**p the block takes (the int16 tanh's input shift stays in an int32)
 
-# TFLite's sigmoid_table_uint16: sigmoid(k / 24) in 0.16 fixed point as TFLite tabulates it. The
-# entries are not a rounding of the function (they differ from round(65536 * sigmoid(k / 24)) by
-# -0.5 to +1.1 in 44 places), so no formula reproduces them: they are TFLite's definition of its
-# int16 sigmoid and tanh, which bit-exactness needs (tests/test_lstm_s8.py: whole sequences
-# bit-exact with TFLite Micro)
-SIGMOID_TABLE = np.array((
-    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794,
-    41432, 42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443,
-    48964, 49475, 49975, 50464, 50942, 51409, 51865, 52311, 52745, 53169, 53581, 53983, 54374,
-    54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433, 57724, 58007, 58280, 58544,
-    58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110, 61279,
-    61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990,
-    63090, 63186, 63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030,
-    64090, 64148, 64204, 64257, 64308, 64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652,
-    64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900, 64926, 64950, 64974, 64997, 65019,
-    65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234,
-    65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360,
-    65367, 65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433,
-    65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476,
-    65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498, 65500, 65501,
-    65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516,
-    65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
-    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529,
-    65529, 65530, 65530, 65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532,
-    65532, 65532, 65532, 65533, 65533, 65533, 65533, 65533, 65533, 65533, 65533, 65534, 65534,
-    65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535), np.int32)
-
-
-def _table(index):
-    return jnp.asarray(SIGMOID_TABLE)[index]
-
 
 def sigmoid16(x):
     """TFLite's int16 Logistic with input multiplier 3 and no shift (Q3.12 in, Q0.15 out)."""
-    v = x.astype(jnp.int32) * 3
-    a = jnp.abs(v)
-    uh = a >> 9
-    k = jnp.minimum(uh, 254)
-    ua, ub = _table(k), _table(k + 1)
-    r = jnp.where(uh >= 255, jnp.int32(0x7FFF << 10), (ua << 9) + (a & 0x1FF) * (ub - ua))
-    r = jnp.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1)
-    return (r >> 10).astype(jnp.int16)
+    return activations_s16.sigmoid16(x)
 
 
 def tanh16(x, cell_scale_power: int = -12):
     """TFLite's int16 Tanh as the LSTM calls it: input at 2**cell_scale_power, output Q0.15."""
     shift = 15 + cell_scale_power - 3
-    if shift >= 0:
-        mult, shift = 3 << shift, 0
-    else:
-        mult, shift = 3, -shift
-    rnd = (1 << (shift - 1)) if shift > 0 else 0
-    v = (x.astype(jnp.int32) * mult + rnd) >> shift
-    a = jnp.abs(v)
-    uh = a >> 8
-    k = jnp.minimum(uh, 254)
-    ua, ub = _table(k), _table(k + 1)
-    r = jnp.where(uh >= 255, jnp.int32(0xFFFF << 8), (ua << 8) + (a & 0xFF) * (ub - ua))
-    r = jnp.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1)
-    return (r >> 8).astype(jnp.int16)
+    return activations_s16.tanh16(x, 3 << shift, 0) if shift >= 0 else activations_s16.tanh16(x, 3, -shift)
 
 
 def _sat16(v):

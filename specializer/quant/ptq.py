@@ -12,8 +12,8 @@ quantize(fn, params, calibration_inputs):
      with weight_bits=4, conv, depthwise and dense weights int4 (packed); an LSTM written with
      lax.scan TFLite's integer LSTM (_lstm: its cell state int16, calibrated inside the scan);
      with activation_bits=16 TFLite's 16x8 scheme: activations symmetric int16 (scale =
-     max|range| / 32767, zero point 0), biases int64 (carried as blocks.bias_words), softmax
-     TFLite's int16 one (output scale 1/32768, zero point 0).
+     max|range| / 32767, zero point 0), biases int64 (carried as blocks.bias_words), softmax,
+     sigmoid and tanh TFLite's int16 ones (output scale 1/32768 and 2^-15, zero point 0).
 The result is a plain JAX function of int8 (int16) inputs and int8/int32 parameters.
 """
 
@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from specializer.quant import activations, blocks, lstm_scan, scan_unroll
+from specializer.quant import activations, activations_s16, blocks, lstm_scan, scan_unroll
 from specializer.quant import lstm as lstm_block
 from specializer.quant.fixedpoint import quantize_multiplier
 from specializer.quant.graph import Graph, Layer, QuantizeError, ScanToUnroll, build, evaluate
@@ -42,6 +42,9 @@ ACTIVATIONS = {"logistic": (activations.logistic_params, activations.logistic),
                "tanh": (activations.tanh_params, activations.tanh),
                "leaky_relu": (activations.leaky_relu_params, activations.leaky_relu),
                "hard_swish": (activations.hard_swish_params, activations.hard_swish)}
+# ... and the two with an int16 block (quant/activations_s16.py)
+ACTIVATIONS_S16 = {"logistic": (activations_s16.logistic_params, activations_s16.logistic),
+                   "tanh": (activations_s16.tanh_params, activations_s16.tanh)}
 ADD_LEFT_SHIFT = 20       # TFLite's int8 add
 
 
@@ -205,6 +208,8 @@ def _run(s: Step, x, w, b):
     if s.kind == "concat":
         axis, requants = s.block
         return jnp.concatenate([v if r is None else blocks.requantize_s8(v, *r) for v, r in zip(x, requants)], axis)
+    if s.kind in ACTIVATIONS_S16 and getattr(s.block, "activation_bits", 8) == 16:
+        return ACTIVATIONS_S16[s.kind][1](x[0], s.block)
     if s.kind in ACTIVATIONS:
         return ACTIVATIONS[s.kind][1](x[0], s.block)
     if s.kind == "lstm":  # w: the four gates' input weights, recurrent weights, biases
@@ -426,8 +431,8 @@ def _lstm(layer: Layer, i: int, qin: QParams, rng, src, qparams, pname):
 
 
 # the layers the 16x8 scheme quantizes (CMSIS-NN's s16 functions, or moving int16 values as they are)
-S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "add", "mul", "softmax", "reshape", "pad",
-              "transpose", "move")
+S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "add", "mul", "softmax", "logistic", "tanh",
+              "reshape", "pad", "transpose", "move")
 ADD_LEFT_SHIFT_S16 = 15  # TFLite's int16 add
 
 
@@ -523,7 +528,7 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
         rows = int(np.prod(out_shape[:-1]))
         if activation_bits == 16:  # TFLite's int16 softmax: output scale 1/32768, zero point 0
             return Step("softmax", softmax_s16_params(qin.scale, rows, out_shape[-1]), tuple(src)), \
-                QParams(1 / 32768, 0)
+                QParams(1 / 32768, 0, 16)
         return Step("softmax", softmax_params(qin.scale, rows, out_shape[-1]), tuple(src)), QParams(1 / 256, -128)
     if layer.kind == "reshape":
         return Step("reshape", a["shape"], tuple(src)), qin
@@ -547,6 +552,10 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
                          else (qi.zero_point, *quantize_multiplier(qi.scale / q.scale), q.zero_point)
                          for qi in qins)
         return Step("concat", (a["axis"], requants), tuple(src)), q
+    if layer.kind in ACTIVATIONS_S16 and activation_bits == 16:  # int16 LOGISTIC / TANH: Q0.15 out
+        q = QParams(activations_s16.OUT_SCALE, 0, 16)
+        block = ACTIVATIONS_S16[layer.kind][0](x_shape, qin.scale, 0, q.scale, 0)
+        return Step(layer.kind, block, tuple(src)), q
     if layer.kind in ACTIVATIONS:
         derive = ACTIVATIONS[layer.kind][0]
         # LOGISTIC and TANH write TFLite's fixed output quantization; the others their calibrated range
