@@ -137,6 +137,46 @@ def jax_leaky_relu(v):
     return jax.nn.leaky_relu(v, 0.1)
 
 
+SUB_MODEL = '''
+import jax
+import numpy as np
+
+from specializer.quant.ptq import quantize
+
+
+def diff(x, w1, w2):
+    return jax.nn.relu(x @ w1 - x @ w2)
+
+
+rng = np.random.default_rng(11)
+W = {"w1": (rng.normal(size=(9, 6)) * 0.5).astype(np.float32), "w2": (rng.normal(size=(9, 6)) * 0.5).astype(np.float32)}
+calibration = [{"x": rng.standard_normal((2, 9)).astype(np.float32)} for _ in range(8)]
+diff_16x8, params = quantize(diff, W, calibration, name="diff_16x8", activation_bits=16)
+diff_16x8.example_inputs = {"x": diff_16x8.inputs["x"].quantize(calibration[0]["x"])}
+diff_16x8.weights = params
+'''
+
+
+def test_sub_in_every_variant(tmp_path):
+    """A difference of two dense layers, relu: TFLite's int16 SUB (ADD's steps with left shift 15,
+    XLA's code: CMSIS-NN has no subtract), near the float model and on QEMU equal to JAX."""
+    ns = model_namespace(SUB_MODEL, "diff_16x8.py")
+    model, qp = ns["diff_16x8"], ns["params"]
+    assert [s.block.op for s in model.steps] == ["fully_connected_s16", "fully_connected_s16",
+                                                 "elementwise_sub_s16"]
+    sub = model.steps[-1].block
+    assert sub.left_shift == 15 and sub.activation == (0, 32767)
+    import jax
+
+    xs = [c["x"] for c in ns["calibration"]]
+    ref = np.stack([np.asarray(jax.jit(ns["diff"])(x, **ns["W"])) for x in xs])
+    got = np.stack([model.run_float(qp, x=x) for x in xs])
+    assert np.abs(got - ref).max() < 0.02 * np.abs(ref).max() and (got > 0).sum() > 10
+    c = captured_source(SUB_MODEL, "diff_16x8", tmp_path)
+    assert any("kept XLA's code for cmsis_nn.elementwise_sub_s16." in line for line in c.log), c.log
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
+
+
 def test_in_every_variant_equal_to_jax(tmp_path):
     c = captured_source(MODEL, "net_16x8", tmp_path)
     text = c.model_ll.read_text()

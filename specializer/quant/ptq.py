@@ -431,8 +431,8 @@ def _lstm(layer: Layer, i: int, qin: QParams, rng, src, qparams, pname):
 
 
 # the layers the 16x8 scheme quantizes (CMSIS-NN's s16 functions, or moving int16 values as they are)
-S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "add", "mul", "softmax", "logistic", "tanh",
-              "reshape", "pad", "transpose", "move")
+S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "add", "sub", "mul", "softmax", "logistic",
+              "tanh", "reshape", "pad", "transpose", "move")
 ADD_LEFT_SHIFT_S16 = 15  # TFLite's int16 add
 
 
