@@ -87,11 +87,15 @@ DW_INLINE uint32_t dw_s2(uint32_t a, const uint32_t *x, const uint32_t *e, int32
   return a;
 }
 
-/* Loads n words from p, two int16 apart, back to back. */
+/* Loads n words from p, two int16 apart, back to back. p is word-aligned wherever the steps call
+ * this (the plane and the weights are align-4 globals, the plane's width even, a step's first
+ * column a multiple of 4 at stride 1 and of 2 input words at stride 2, a filter row 4 * nw bytes):
+ * said so, LLVM reads words instead of halfword-aligned pairs, 1% fewer est. cycles. */
 DW_INLINE void dw_load(uint32_t *v, const int16_t *p, int32_t n)
 {
+  const uint32_t *q = (const uint32_t *)__builtin_assume_aligned(p, 4);
   for (int32_t m = 0; m < n; m++) {
-    v[m] = dw_pair(p + 2 * m);
+    v[m] = q[m];
   }
 }
 
