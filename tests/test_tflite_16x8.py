@@ -7,6 +7,8 @@ every variant on QEMU, bit-exact with TFLite Micro; what the reader refuses."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from every_variant import every_variant_passes
@@ -44,8 +46,9 @@ def spread16(depth: int, in_s: float, w_s: float) -> float:
 
 def conv_layer(rng, x, in_s, hw, cin, *, depthwise=False, mult=1, cout=5, k=(3, 3), stride=(1, 1), padding=SAME,
                dilation=(1, 1), act=ACT.NONE, per_channel=True, bias_type=fb.TensorType.INT64, with_bias=True,
-               name="c"):
-    """(op, output tensor, its scale, its spatial size) of a 16x8 conv or depthwise."""
+               quantized_bias_type=None, name="c"):
+    """(op, output tensor, its scale, its spatial size) of a 16x8 conv or depthwise;
+    quantized_bias_type: the options' field (what TFLite Micro sums a bias-less layer in)."""
     n_out = cin * mult if depthwise else cout
     oh, ow = (out_size(hw[i], k[i], stride[i], dilation[i], padding) for i in range(2))
     w_s = rng.uniform(0.5, 2.0, n_out if per_channel else 1) / 127
@@ -55,16 +58,19 @@ def conv_layer(rng, x, in_s, hw, cin, *, depthwise=False, mult=1, cout=5, k=(3, 
                 (3 if depthwise else 0) if per_channel else None, f"{name}_w")
     b = [bias(rng, n_out, in_s * w_s, f"{name}_b", bias_type)] if with_bias else []
     opts = conv_options(padding, stride, dilation, act, mult if depthwise else None)
+    if quantized_bias_type is not None:
+        opts[0].quantizedBiasType = quantized_bias_type
     code = OP.DEPTHWISE_CONV_2D if depthwise else OP.CONV_2D
     return operator(code, [x, w, *b], [y], *opts), y, y_s, (oh, ow)
 
 
-def dense_layer(rng, x, in_s, n_in, n_out=7, per_channel=False, batch=1, act=ACT.NONE, name="d"):
+def dense_layer(rng, x, in_s, n_in, n_out=7, per_channel=False, batch=1, act=ACT.NONE, name="d",
+                bias_type=fb.TensorType.INT64):
     w_s = rng.uniform(0.5, 2.0, n_out if per_channel else 1) / 127
     y_s = spread16(n_in, in_s, w_s.mean())
     y = act16((batch, n_out), y_s, f"{name}_y")
     w = filter8(rng, (n_out, n_in), w_s, 0 if per_channel else None, f"{name}_w")
-    b = bias(rng, n_out, [float(np.float32(in_s) * np.float32(s)) for s in w_s], f"{name}_b")
+    b = bias(rng, n_out, [float(np.float32(in_s) * np.float32(s)) for s in w_s], f"{name}_b", bias_type)
     o = fb.FullyConnectedOptionsT()
     o.fusedActivationFunction = act
     return operator(OP.FULLY_CONNECTED, [x, w, b], [y], o, fb.BuiltinOptions.FullyConnectedOptions), y, y_s
@@ -143,6 +149,13 @@ CASES = {
     "mul": ("mul", dict(cin=5)),
     "mul_relu": ("mul", dict(cin=4, act=ACT.RELU)),
     "mul_constant_factor": ("mul", dict(cin=3, const=True)),
+    # INT32 biases: TFLite Micro sums in int32 and requantizes as for int8
+    "conv_int32_bias": ("conv", dict(bias_type=fb.TensorType.INT32)),
+    "conv_1x1_int32_bias_relu": ("conv", dict(k=(1, 1), cin=7, cout=9, act=ACT.RELU, bias_type=fb.TensorType.INT32)),
+    "conv_no_bias_int32_sums": ("conv", dict(with_bias=False, quantized_bias_type=fb.TensorType.INT32)),
+    "dense_int32_bias": ("dense", dict(n_in=25, n_out=9, bias_type=fb.TensorType.INT32)),
+    "dense_int32_bias_per_channel_batch2": ("dense", dict(per_channel=True, batch=2,
+                                                          bias_type=fb.TensorType.INT32)),
 }
 
 
@@ -154,6 +167,7 @@ def test_each_op_equals_tflite_micro(case, tmp_path):
     path.write_bytes(data)
     layer = read_tflite(path).layers[0]
     assert layer.block.activation_bits == 16 and layer.block.op.endswith("_s16")
+    assert getattr(layer.block, "bias_bits", 64) == (32 if "int32" in case else 64)
     out = check(data, tmp_path, n=4)
     assert out.dtype == np.int16
     inside = out[(out > -32768) & (out < 32767)]
@@ -213,6 +227,39 @@ def test_network_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
     every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
+def test_int32_biases_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
+    """A 3x3 conv with an INT32 bias and a 1x1 conv without one but quantized_bias_type INT32
+    (both arm_convolve_s16 with is_int32_bias), then a dense layer with an INT32 bias (XLA's
+    int32 code: arm_fully_connected_s16 takes an int64 bias), on QEMU against TFLite Micro."""
+    rng = np.random.default_rng(12)
+    in_s = 0.002
+    x = act16((1, 7, 6, 4), in_s, "x")
+    c1, y1, s1, hw1 = conv_layer(rng, x, in_s, (7, 6), 4, cout=6, stride=(2, 2), bias_type=fb.TensorType.INT32,
+                                 name="c1")
+    c2, y2, s2, _ = conv_layer(rng, y1, s1, hw1, 6, cout=5, k=(1, 1), with_bias=False,
+                               quantized_bias_type=fb.TensorType.INT32, act=ACT.RELU, name="c2")
+    r = fb.ReshapeOptionsT()
+    n = hw1[0] * hw1[1] * 5
+    r.newShape = [1, n]
+    flat = act16((1, n), s2, "flat")
+    rs = operator(OP.RESHAPE, [y2], [flat], r, fb.BuiltinOptions.ReshapeOptions)
+    d, y3, _ = dense_layer(rng, flat, s2, n, n_out=6, bias_type=fb.TensorType.INT32)
+    path = tmp_path / "int32bias.tflite"
+    path.write_bytes(model_bytes([c1, c2, rs, d], [x], [y3]))
+    c = capture(path, None, tmp_path / "cap", examples=2)
+    assert [line.split(" onto ")[1] for line in c.log if line.startswith("lowered ")] == \
+        ["arm_convolve_s16", "arm_convolve_s16"]
+    assert any("kept XLA's code for cmsis_nn.fully_connected_s16." in line and "an int32 bias" in line
+               for line in c.log), c.log
+    structs = re.findall(r"bias_data = private unnamed_addr constant \{ ptr, i8 \} (.*), align 4", c.model_ll.read_text())
+    assert sorted(structs) == ["{ ptr @int32bias_w_b0, i8 1 }", "{ ptr null, i8 1 }"]  # is_int32_bias on both
+    (want,) = imported.run_tflite_micro(imported.read(path), [(c.manifest.inputs[0].array(),)])[0]
+    got = c.manifest.outputs[0].array()
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(got)) >= 5
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
+
+
 def _refused(data: bytes, tmp_path) -> str:
     path = tmp_path / "m.tflite"
     path.write_bytes(data)
@@ -225,8 +272,8 @@ def _refused(data: bytes, tmp_path) -> str:
 def test_what_the_reader_refuses_is_one_line(tmp_path):
     rng = np.random.default_rng(3)
     x = act16((1, 5, 5, 2), 0.01, "x")
-    op, y, _, _ = conv_layer(rng, x, 0.01, (5, 5), 2, bias_type=fb.TensorType.INT32)
-    assert "INT32 bias" in _refused(model_bytes([op], [x], [y]), tmp_path)
+    op, y, _, _ = conv_layer(rng, x, 0.01, (5, 5), 2, depthwise=True, bias_type=fb.TensorType.INT32)
+    assert "INT32 bias" in _refused(model_bytes([op], [x], [y]), tmp_path)  # TFLite Micro reads it as INT64
     xz = act16((1, 5, 5, 2), 0.01, "x", zero_point=3)
     op, y, _, _ = conv_layer(rng, xz, 0.01, (5, 5), 2)
     assert "zero point 3" in _refused(model_bytes([op], [xz], [y]), tmp_path)

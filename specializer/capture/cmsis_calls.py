@@ -311,7 +311,7 @@ def convolve_s16_buffer_size(p: dict) -> int:
 def _s16(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out: Operand) -> LibCall:
     """arm_convolve_s16 / arm_depthwise_conv_s16 / arm_fully_connected_s16 (the general functions;
     the wrappers' fast forms give the same values): int16 input and output, int8 filter, the int64
-    bias as the block carries it (int32 [n, 2], the same bytes)."""
+    bias as the block carries it (int32 [n, 2], the same bytes), or a conv's int32 bias (bias_bits 32)."""
     op = p["op"]
     if op == "fully_connected_s16":
         batch, n_in, cout = p["batch"], p["in_features"], p["out_features"]
@@ -322,8 +322,12 @@ def _s16(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out:
     _check(x, "s16", in_dims, "input", scope)
     _check(w, "s8", f_dims, "filter", scope)
     _check(out, "s16", out_dims, "output", scope)
+    int32_bias = p.get("bias_bits") == 32  # int32 sums and bias (arm_convolve_s16's is_int32_bias)
+    if int32_bias and op != "convolve_s16":
+        raise NotLowerable(f"{scope}: an int32 bias (arm_{op} takes an int64 one)")
     if bias is not None:
-        _check(bias, "s32", (cout, 2), "int64 bias (int32 words)", scope)
+        _check(bias, "s32", (cout,) if int32_bias else (cout, 2), "int32 bias" if int32_bias else
+               "int64 bias (int32 words)", scope)
     bias_slice = bias.slice if bias else None
     bias_dims = _dims(f"{scope}.bias_dims", (1, 1, 1, cout))
     if op == "fully_connected_s16":
@@ -344,9 +348,9 @@ def _s16(scope: str, p: dict, x: Operand, w: Operand, bias: Operand | None, out:
                 output_dims=_dims(f"{scope}.output_dims", out_dims), output_data=out.slice)
     if op == "convolve_s16":
         scratch = convolve_s16_buffer_size(p)
-        # cmsis_nn_bias_data: the bias's address (NULL for none) and that it is int64
+        # cmsis_nn_bias_data: the bias's address (NULL for none) and whether it is int32
         bias_data = Const(f"{scope}.bias_data", *cmsis_api.struct_const(
-            "cmsis_nn_bias_data", data="{slice0}" if bias else None, is_int32_bias=0),
+            "cmsis_nn_bias_data", data="{slice0}" if bias else None, is_int32_bias=int(int32_bias)),
             slices=(bias_slice,) if bias else ())
         return _call("arm_convolve_s16", scratch, ctx=_context(f"{scope}.ctx", scratch),
                      conv_params=_struct(f"{scope}.params", "cmsis_nn_conv_params", **_window(p, dilated=True)),

@@ -33,10 +33,10 @@ DTYPES = {"FLOAT32": np.dtype("<f4"), "INT64": np.dtype("<i8"), "INT32": np.dtyp
 # op -> (its options table, the fields read from it); RESHAPE's target shape is its output tensor's
 OPTIONS = {
     "CONV_2D": ("Conv2DOptions", ("padding", "strideH", "strideW", "dilationHFactor", "dilationWFactor",
-                                  "fusedActivationFunction")),
+                                  "fusedActivationFunction", "quantizedBiasType")),
     "DEPTHWISE_CONV_2D": ("DepthwiseConv2DOptions", ("padding", "strideH", "strideW", "dilationHFactor",
                                                      "dilationWFactor", "depthMultiplier", "fusedActivationFunction")),
-    "FULLY_CONNECTED": ("FullyConnectedOptions", ("fusedActivationFunction", "weightsFormat")),
+    "FULLY_CONNECTED": ("FullyConnectedOptions", ("fusedActivationFunction", "weightsFormat", "quantizedBiasType")),
     "AVERAGE_POOL_2D": ("Pool2DOptions", ("padding", "strideH", "strideW", "filterHeight", "filterWidth",
                                           "fusedActivationFunction")),
     "MAX_POOL_2D": ("Pool2DOptions", ("padding", "strideH", "strideW", "filterHeight", "filterWidth",

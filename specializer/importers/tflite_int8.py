@@ -41,6 +41,7 @@ from specializer.quant.ptq import ADD_LEFT_SHIFT, ADD_LEFT_SHIFT_S16, softmax_pa
 
 SOFTMAX_OUT_SCALE, SOFTMAX_OUT_ZERO_POINT = 1 / 256, -128
 SOFTMAX_S16_OUT_SCALE = 1 / 32768
+INT32_TYPE = 2  # TFLite's TensorType INT32 (an options table's quantized_bias_type)
 
 
 def tflite_multiplier(real: float) -> tuple[int, int]:
@@ -130,28 +131,40 @@ def same_quant(c: OpContext, x: TensorRecord, why: str) -> None:
         raise c.refuse(f"input and output quantization differ ({why})")
 
 
-def _filter(c: OpContext, out_axis: int) -> tuple[TensorRecord, tuple[str, ...], int]:
+def _filter(c: OpContext, out_axis: int) -> tuple[TensorRecord, tuple[str, ...], dict]:
     """filter_and_bias for the ops CMSIS-NN has s4 functions for: an INT4 filter (the record's
     data unpacked) becomes the block's packed weight, TFLite's packing being the block's.
-    (filter, names, weight bits)."""
+    (filter, names, the block's weight_bits / activation_bits / bias_bits)."""
     w = c.tensor(1)
     bits = 4 if w is not None and w.type == "INT4" else 8
     s16 = c.tensor(0).type == "INT16"
-    if s16 and c.tensor(2) is not None and c.tensor(2).type == "INT32":
-        raise c.refuse("16x8 with an INT32 bias (the reader takes TFLite's INT64 bias for int16 activations)")
-    w, names = filter_and_bias(c, f"INT{bits}", "INT64" if s16 else "INT32", out_axis)
+    bias_bits = _bias_bits_16x8(c) if s16 else 64
+    w, names = filter_and_bias(c, f"INT{bits}", "INT64" if s16 and bias_bits == 64 else "INT32", out_axis)
     if bits == 4:
         if s16:
             raise c.refuse("INT4 filter with INT16 activations (CMSIS-NN has no s16 x s4 function)")
         c.weights[names[0]] = blocks.pack_int4(c.weights[names[0]])
-    if s16 and len(names) == 2:  # the int16 blocks take their int64 bias as int32 words
+    if s16 and bias_bits == 64 and len(names) == 2:  # the int16 blocks take their int64 bias as int32 words
         c.weights[names[1]] = blocks.bias_words(c.weights[names[1]])
-    return w, names, bits
+    extra = {"weight_bits": bits, **_s16(c.tensor(0))}
+    return w, names, dict(extra, bias_bits=32) if bias_bits == 32 else extra
+
+
+def _bias_bits_16x8(c: OpContext) -> int:
+    """32 where TFLite Micro sums a 16x8 layer in int32 (an INT32 bias; no bias and the options'
+    quantized_bias_type INT32: CONV_2D and FULLY_CONNECTED), else 64. Its int16 DEPTHWISE_CONV_2D
+    reads any bias as INT64."""
+    b = c.tensor(2)
+    if b is not None:
+        if b.type == "INT32" and c.op.name == "DEPTHWISE_CONV_2D":
+            raise c.refuse("16x8 with an INT32 bias (TFLite Micro's int16 depthwise reads its bias as INT64)")
+        return 32 if b.type == "INT32" else 64
+    return 32 if c.options.get("quantizedBiasType") == INT32_TYPE else 64
 
 
 def conv(c: OpContext, x: TensorRecord) -> Layer:
     in_s, in_zp, out_s, out_zp = _io(c, x)
-    w, names, bits = _filter(c, 0)
+    w, names, widths = _filter(c, 0)
     cout, kh, kw, cin = w.shape
     nhwc(c, x)
     if x.shape[3] != cin:
@@ -162,7 +175,7 @@ def conv(c: OpContext, x: TensorRecord) -> Layer:
     mults, shifts = _conv_multipliers(in_s, _weight_scales(c, w, 0, cout), out_s)
     p = ConvParams(input_dims=x.shape, filter_dims=w.shape, output_dims=c.out.shape, stride=stride, padding=pad,
                    input_offset=-in_zp, output_offset=out_zp, activation=activation(c, out_s, out_zp),
-                   multipliers=mults, shifts=shifts, dilation=dilation, weight_bits=bits, **_s16(x))
+                   multipliers=mults, shifts=shifts, dilation=dilation, **widths)
     return c.layer(x, names, p, lambda a, wt, b=None: blocks.conv2d(a, wt, b, p))
 
 
@@ -180,7 +193,7 @@ def transpose_conv(c: OpContext, x: TensorRecord) -> Layer:
 
 def depthwise(c: OpContext, x: TensorRecord) -> Layer:
     in_s, in_zp, out_s, out_zp = _io(c, x)
-    w, names, bits = _filter(c, 3)
+    w, names, widths = _filter(c, 3)
     _, kh, kw, cout = w.shape
     mult = c.options["depthMultiplier"]
     nhwc(c, x)
@@ -193,14 +206,14 @@ def depthwise(c: OpContext, x: TensorRecord) -> Layer:
     p = DepthwiseParams(input_dims=x.shape, filter_dims=w.shape, output_dims=c.out.shape, ch_mult=mult,
                         stride=stride, padding=pad, input_offset=-in_zp, output_offset=out_zp,
                         activation=activation(c, out_s, out_zp), multipliers=mults, shifts=shifts,
-                        dilation=dilation, weight_bits=bits, **_s16(x))
+                        dilation=dilation, **widths)
     return c.layer(x, names, p, lambda a, wt, b=None: blocks.depthwise_conv2d(a, wt, b, p))
 
 
 def dense(c: OpContext, x: TensorRecord) -> Layer:
     in_s, in_zp, out_s, out_zp = _io(c, x)
     check_dense_options(c)
-    w, names, bits = _filter(c, 0)
+    w, names, widths = _filter(c, 0)
     n_out, n_in = w.shape
     size = int(np.prod(x.shape))
     if size % n_in or int(np.prod(c.out.shape)) != size // n_in * n_out:
@@ -213,7 +226,7 @@ def dense(c: OpContext, x: TensorRecord) -> Layer:
         mults, shifts = _conv_multipliers(in_s, scales, out_s)
     p = FullyConnectedParams(batch=size // n_in, in_features=n_in, out_features=n_out, input_offset=-in_zp,
                              output_offset=out_zp, activation=activation(c, out_s, out_zp), multipliers=mults,
-                             shifts=shifts, weight_bits=bits, **_s16(x))
+                             shifts=shifts, **widths)
     out_shape = c.out.shape
     return c.layer(x, names, p, lambda a, wt, b=None: blocks.fully_connected(a.reshape(p.batch, n_in), wt, b, p)
                    .reshape(out_shape))

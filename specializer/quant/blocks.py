@@ -91,9 +91,19 @@ def _act_type(p):
     return jnp.int16 if _s16(p) else jnp.int8
 
 
+def _int64_sums(p) -> bool:
+    """An int16 block with an int64 bias sums in int64; one with an int32 bias (bias_bits 32) and
+    every int8 block in int32."""
+    return _s16(p) and getattr(p, "bias_bits", 64) == 64
+
+
+def _acc_type(p):
+    return jnp.int64 if _int64_sums(p) else jnp.int32
+
+
 def _wide(p):
-    """x64 on while an int16 block traces (its int64 sums), nothing for an int8 one."""
-    return jax.enable_x64(True) if _s16(p) else nullcontext()
+    """x64 on while a block with int64 sums traces, nothing for the others."""
+    return jax.enable_x64(True) if _int64_sums(p) else nullcontext()
 
 
 def bias_words(b) -> np.ndarray:
@@ -103,7 +113,7 @@ def bias_words(b) -> np.ndarray:
 
 
 def _check_bias(bias, n: int, p) -> None:
-    if _s16(p):
+    if _int64_sums(p):
         _check(bias, (n, 2), jnp.int32, "bias (int64 as int32 words, bias_words)", p)
     else:
         _check(bias, (n,), jnp.int32, "bias", p)
@@ -111,7 +121,7 @@ def _check_bias(bias, n: int, p) -> None:
 
 def _bias(bias, p):
     """The bias as the block adds it: int32, or an int16 block's int64 (x64 on) from its words."""
-    if not _s16(p):
+    if not _int64_sums(p):
         return bias
     return (bias[:, 1].astype(jnp.int64) << 32) | bias[:, 0].astype(jnp.uint32).astype(jnp.int64)
 
@@ -161,16 +171,17 @@ def _filter(w, dims, p):
     return w
 
 
-def _finish(acc, multipliers, shifts, output_offset: int, activation: Pair, s16: bool = False):
+def _finish(acc, multipliers, shifts, output_offset: int, activation: Pair, s16: bool = False,
+            int64_sums: bool | None = None):
     """Per-channel requantization, output offset, activation clamp, int8 (every s8 kernel's tail;
-    s16: requantize_s64 of the int64 sums, int16)."""
+    s16: int16, and requantize_s64 of int64 sums unless int64_sums is False: an int32 bias's)."""
     m = multipliers[0] if len(multipliers) == 1 else np.asarray(multipliers, np.int64)
     s = shifts[0] if len(shifts) == 1 else np.asarray(shifts, np.int64)
-    if s16:
+    if s16 and int64_sums is not False:
         y = requantize_s64(acc, m, s) + output_offset
         return jnp.clip(y, activation[0], activation[1]).astype(jnp.int16)
     y = requantize(acc, m, s) + jnp.int32(output_offset)
-    return jnp.clip(y, activation[0], activation[1]).astype(jnp.int8)
+    return jnp.clip(y, activation[0], activation[1]).astype(jnp.int16 if s16 else jnp.int8)
 
 
 def _taps(xp, kh: int, kw: int, stride: Pair, out_hw: Pair, dilation: Pair = (1, 1)):
@@ -195,7 +206,7 @@ def _pad_with_zero_point(x, padding, input_offset: int):
 
 def conv2d(x, w, bias, p: ConvParams):
     """arm_convolve_s8. x int8 NHWC, w int8 [Cout, KH, KW, Cin] (int4: packed), bias int32 [Cout] or None.
-    activation_bits 16: arm_convolve_s16, x int16, bias int64 as bias_words."""
+    activation_bits 16: arm_convolve_s16, x int16, bias int64 as bias_words (bias_bits 32: int32, int32 sums)."""
     _check(x, p.input_dims, _act_type(p), "input", p)
     packed, w = w, _filter(w, p.filter_dims, p)
     cout, kh, kw, cin = p.filter_dims
@@ -210,13 +221,12 @@ def conv2d(x, w, bias, p: ConvParams):
         else:
             patches = jnp.concatenate([t for _, _, t in _taps(xp, kh, kw, p.stride, (oh, ow), p.dilation)],
                                       axis=-1)
-        acc = _matmul_nt(patches.reshape(n * oh * ow, kh * kw * cin), w.reshape(cout, kh * kw * cin),
-                         jnp.int64 if _s16(p) else jnp.int32)
+        acc = _matmul_nt(patches.reshape(n * oh * ow, kh * kw * cin), w.reshape(cout, kh * kw * cin), _acc_type(p))
         acc = acc + jnp.int32(p.input_offset) * jnp.sum(w, axis=(1, 2, 3), dtype=jnp.int32)
         if bias is not None:
             _check_bias(bias, cout, p)
             acc = acc + _bias(bias, p)
-        out = _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation, _s16(p))
+        out = _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation, _s16(p), _int64_sums(p))
         return out.reshape(p.output_dims)
 
 
@@ -286,19 +296,20 @@ def transpose_conv2d(x, w, bias, p: TransposeConvParams):
 
 def fully_connected(x, w, bias, p: FullyConnectedParams):
     """arm_fully_connected_s8. x int8 [batch, in], w int8 [out, in] (int4: packed), bias int32 [out] or None.
-    activation_bits 16: arm_fully_connected_s16, x int16, bias int64 as bias_words."""
+    activation_bits 16: arm_fully_connected_s16, x int16, bias int64 as bias_words (bias_bits 32: int32
+    [out], int32 sums)."""
     _check(x, (p.batch, p.in_features), _act_type(p), "input", p)
     packed, w = w, _filter(w, (p.out_features, p.in_features), p)
     lowered = calls.call(p, (p.batch, p.out_features), *_operands(x, packed, bias, p.out_features, p))
     if lowered is not None:
         return lowered
     with jax.named_scope(p.scope), _wide(p):
-        acc = _matmul_nt(x, w, jnp.int64 if _s16(p) else jnp.int32)
+        acc = _matmul_nt(x, w, _acc_type(p))
         acc = acc + jnp.int32(p.input_offset) * jnp.sum(w, axis=1, dtype=jnp.int32)
         if bias is not None:
             _check_bias(bias, p.out_features, p)
             acc = acc + _bias(bias, p)
-        return _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation, _s16(p))
+        return _finish(acc, p.multipliers, p.shifts, p.output_offset, p.activation, _s16(p), _int64_sums(p))
 
 
 def _valid_counts(p: PoolParams) -> np.ndarray:

@@ -68,6 +68,8 @@ def unsupported(p) -> str | None:
     if isinstance(p, (DepthwiseParams, TransposeConvParams, SvdfParams, LstmParams)):
         return None
     if isinstance(p, FullyConnectedParams):
+        if p.activation_bits == 16 and p.bias_bits == 32:
+            return "an int32 bias (arm_fully_connected_s16 takes an int64 one)"
         if len(p.multipliers) != 1:
             return f"per-channel requantization (arm_{p.op} takes one multiplier and shift per tensor)"
         return None

@@ -39,7 +39,10 @@ class _Block:
 
     @property
     def scope(self) -> str:
-        digest = hashlib.sha1(repr(self).encode()).hexdigest()[:12]
+        # bias_bits is out of repr (blocks named as before it) and of the op name (one CMSIS-NN
+        # function either way): a 32-bit one's name says so here
+        key = repr(self) + (" bias_bits=32" if getattr(self, "bias_bits", 64) == 32 else "")
+        digest = hashlib.sha1(key.encode()).hexdigest()[:12]
         name = f"cmsis_nn.{self.op}.{digest}"
         _REGISTRY.setdefault(name, self)
         return name
@@ -52,6 +55,8 @@ class _Block:
             del d["state_bits"]
         if d.get("activation_bits") == 8:  # the default: an int8 block's dict as before the 16x8 scheme
             del d["activation_bits"]
+        if d.get("bias_bits") == 64:  # the default: a 16x8 block's dict as before int32 biases
+            del d["bias_bits"]
         return {"op": self.op, **{k: _lists(v) for k, v in d.items()}}
 
 
@@ -80,18 +85,28 @@ def _activation_bits() -> int:
     return dataclasses.field(default=8, repr=False)
 
 
+# 16x8 biases (conv and dense): int64, TFLite's default, or int32, its converter's option, with
+# which TFLite Micro sums in int32 and requantizes as for int8 (arm_convolve_s16's is_int32_bias).
+# 64 stays out of repr and of the dict, so a 16x8 block is named as before.
+def _bias_bits() -> int:
+    return dataclasses.field(default=64, repr=False)
+
+
 def _check_s16(p, weight_bits: int = 8, shifts=(), offsets=()) -> None:
-    """activation_bits 8 or 16; a 16-bit block has int8 weights, zero offsets and shifts <= 14
-    (requantize_s64 shifts right by 15 - shift)."""
+    """activation_bits 8 or 16; a 16-bit block has int8 weights, zero offsets and, with int64
+    sums, shifts <= 14 (requantize_s64 shifts right by 15 - shift); bias_bits 64, or 32 at 16."""
     if p.activation_bits not in (8, 16):
         raise ValueError(f"{p.op}: activation_bits must be 8 or 16, got {p.activation_bits}")
+    bias_bits = getattr(p, "bias_bits", 64)
+    if bias_bits not in (32, 64) or (bias_bits == 32 and p.activation_bits != 16):
+        raise ValueError(f"{p.op}: bias_bits {bias_bits}: 64, or 32 with int16 activations")
     if p.activation_bits == 8:
         return
     if weight_bits != 8:
         raise ValueError(f"{p.op}: int16 activations take int8 weights (CMSIS-NN has no s16 x s4 function)")
     if any(offsets):
         raise ValueError(f"{p.op}: int16 activations are symmetric: offsets must be 0, got {list(offsets)}")
-    if any(s > 14 for s in shifts):
+    if bias_bits == 64 and any(s > 14 for s in shifts):
         raise ValueError(f"{p.op}: shift {max(shifts)} > 14 (int16 requantization shifts right by 15 - shift)")
 
 
@@ -144,6 +159,7 @@ class ConvParams(_Block):
     dilation: Pair = (1, 1)  # (h, w): tap (i, j) reads input pixel (y + i * dh, x + j * dw)
     weight_bits: int = _weight_bits()  # 4: arm_convolve_s4, the filter packed
     activation_bits: int = _activation_bits()  # 16: arm_convolve_s16, int16 in and out, int64 bias
+    bias_bits: int = _bias_bits()  # 32 (16x8 only): an int32 bias and int32 sums
 
     @property
     def op(self) -> str:
@@ -240,6 +256,7 @@ class FullyConnectedParams(_Block):
     shifts: tuple[int, ...]
     weight_bits: int = _weight_bits()  # 4: arm_fully_connected_s4, the filter packed
     activation_bits: int = _activation_bits()  # 16: arm_fully_connected_s16
+    bias_bits: int = _bias_bits()  # 32 (16x8 only): an int32 bias and int32 sums (XLA's code)
 
     @property
     def op(self) -> str:
