@@ -1,8 +1,9 @@
-"""TFLite's int16 softmax (16x8 files' SOFTMAX): TFLite's two tables (specializer/quant/lut_s16.py),
+"""TFLite's int16 softmaxes. 16x8 files' SOFTMAX: TFLite's two tables (specializer/quant/lut_s16.py),
 the block (blocks.softmax_s16) against TFLite Micro on the host, and the shim's arm_softmax_s16
 in every variant on QEMU, value for value -- including the row whose sum lands on the reciprocal
 table's top edge, where TFLite rounds in int64 and CMSIS-NN v7.0.0 in int32; and
-quantize(activation_bits=16) making one from jax.nn.softmax."""
+quantize(activation_bits=16) making one from jax.nn.softmax. And the int8 softmax with an int16
+output (arm_softmax_s8_s16: TFLite's int8 algorithm, scale 1/65536, zero point -32768)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from every_variant import captured_source, every_variant_passes, int_values, model_namespace
 from float_error import errors_16_and_8
 from test_tflite_16x8 import act16, dense_layer
-from test_tflite_import import OP, check, fb, model_bytes, operator
+from test_tflite_import import OP, act8, check, const, fb, model_bytes, operator, out_scale, rand8
 
 from specializer.capture import imported
 from specializer.capture.capture import capture
@@ -201,3 +202,56 @@ def test_refusals_are_one_line(tmp_path):
         with pytest.raises(UserError) as e:
             read_tflite(_write(tmp_path, data))
         assert "\n" not in str(e.value) and want in str(e.value), str(e.value)
+
+
+def softmax_8_to_16_file(shape, in_s, in_zp, beta=1.0, out=(1 / 65536, -32768)) -> bytes:
+    o = fb.SoftmaxOptionsT()
+    o.beta = beta
+    x, y = act8(shape, in_s, in_zp, "x"), act16(shape, out[0], "y", zero_point=out[1])
+    return model_bytes([operator(OP.SOFTMAX, [x], [y], o, fb.BuiltinOptions.SoftmaxOptions)], [x], [y])
+
+
+# (shape, input scale and zero point, beta); a row of 600: past the int8 output's 511
+CASES_8_16 = {"plain": ((1, 10), 0.1, 3, 1.0), "rows": ((2, 3, 7), 0.05, -20, 1.0), "beta": ((1, 5), 0.1, 7, 0.37),
+              "fine_scale": ((3, 33), 0.02, 0, 1.0), "long_row": ((1, 600), 0.05, 0, 1.0)}
+
+
+@pytest.mark.parametrize("case", CASES_8_16)
+def test_int8_to_int16_equals_tflite_micro(case, tmp_path):
+    shape, in_s, zp, beta = CASES_8_16[case]
+    data = softmax_8_to_16_file(shape, in_s, zp, beta)
+    assert read_tflite(_write(tmp_path, data)).layers[0].block.op == "softmax_s8_s16"
+    out = check(data, tmp_path, n=4)
+    assert out.dtype == np.int16 and len(np.unique(out)) >= 20, np.unique(out)
+
+
+def test_int8_to_int16_classifier_in_every_variant_on_qemu(tmp_path):
+    """An int8 dense layer, then the softmax into int16 (arm_softmax_s8_s16), every variant on QEMU
+    bit-exact with TFLite Micro."""
+    rng = np.random.default_rng(6)
+    in_s, w_s = 0.1, 1.2 / 127
+    x = act8((2, 30), in_s, -3, "x")
+    y = act8((2, 8), out_scale(in_s, w_s, 30), 2, "y")
+    o = fb.FullyConnectedOptionsT()
+    d = operator(OP.FULLY_CONNECTED, [x, const(rand8(rng, (8, 30), -127), w_s),
+                                      const(rng.integers(-3000, 3000, 8).astype(np.int32), in_s * w_s, 0, "b")],
+                 [y], o, fb.BuiltinOptions.FullyConnectedOptions)
+    so = fb.SoftmaxOptionsT()
+    so.beta = 1.0
+    prob = act16((2, 8), 1 / 65536, "prob", zero_point=-32768)
+    sm = operator(OP.SOFTMAX, [y], [prob], so, fb.BuiltinOptions.SoftmaxOptions)
+    path = _write(tmp_path, model_bytes([d, sm], [x], [prob]))
+    c = capture(path, None, tmp_path / "cap", examples=3)
+    assert [line.split(" onto ")[1] for line in c.log if line.startswith("lowered ")] == \
+        ["arm_fully_connected_s8", "arm_softmax_s8_s16"]
+    (want,) = imported.run_tflite_micro(imported.read(path), [(c.manifest.inputs[0].array(),)])[0]
+    got = c.manifest.outputs[0].array()
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.int16 and (np.abs(got.astype(np.int64).sum(axis=-1) + 8 * 32768 - 65536) < 64).all()
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
+
+
+def test_int8_to_int16_refuses_another_output_quantization(tmp_path):
+    with pytest.raises(UserError) as e:
+        read_tflite(_write(tmp_path, softmax_8_to_16_file((1, 6), 0.1, 0, out=(1 / 32768, 0))))
+    assert "\n" not in str(e.value) and "1/65536, -32768" in str(e.value), str(e.value)

@@ -251,7 +251,8 @@ def test_int32_biases_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
         ["arm_convolve_s16", "arm_convolve_s16"]
     assert any("kept XLA's code for cmsis_nn.fully_connected_s16." in line and "an int32 bias" in line
                for line in c.log), c.log
-    structs = re.findall(r"bias_data = private unnamed_addr constant \{ ptr, i8 \} (.*), align 4", c.model_ll.read_text())
+    ir = c.model_ll.read_text()
+    structs = re.findall(r"bias_data = private unnamed_addr constant \{ ptr, i8 \} (.*), align 4", ir)
     assert sorted(structs) == ["{ ptr @int32bias_w_b0, i8 1 }", "{ ptr null, i8 1 }"]  # is_int32_bias on both
     (want,) = imported.run_tflite_micro(imported.read(path), [(c.manifest.inputs[0].array(),)])[0]
     got = c.manifest.outputs[0].array()

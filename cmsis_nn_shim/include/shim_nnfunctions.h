@@ -564,6 +564,18 @@ void arm_softmax_s8(const int8_t *input,
                     int8_t *output);
 
 /*
+ * arm_softmax_s8 with an int16 output: scale 1/65536, zero point -32768 (TFLite's int8 -> int16
+ * softmax), values below diff_min -32768.
+ */
+void arm_softmax_s8_s16(const int8_t *input,
+                        const int32_t num_rows,
+                        const int32_t row_size,
+                        const int32_t mult,
+                        const int32_t shift,
+                        const int32_t diff_min,
+                        int16_t *output);
+
+/*
  * TFLite's int16 Logistic (type ARM_SIGMOID) or Tanh (ARM_TANH) of size values: each input times
  * 3 << left_shift (or times 3 with a rounding right shift by -left_shift: an input scale of
  * 2^(left_shift - 12)) interpolated in TFLite's table of sigmoid(k / 24); output Q0.15. Returns

@@ -1,6 +1,7 @@
 /*
- * arm_softmax_s8 (cmsis_nn_shim): TFLite int8 softmax over rows (see shim_nnfunctions.h),
- * output scale 1/256 and zero point -128. CMSIS-NN has no DSP path for it; this is its
+ * arm_softmax_s8 and arm_softmax_s8_s16 (cmsis_nn_shim): TFLite's int8 softmax over rows (see
+ * shim_nnfunctions.h), output scale 1/256 and zero point -128, or int16 output, scale 1/65536 and
+ * zero point -32768. CMSIS-NN has no DSP path for it; this is its
  * fixed-point algorithm (gemmlowp's exp on [-inf, 0] and 1 / (1 + x) by Newton-Raphson, each
  * product a saturating doubling high multiply) in plain C.
  */
@@ -64,15 +65,25 @@ static int32_t one_over_one_plus_x(int32_t val)
     return mul_pow2(x, 1);
 }
 
-void arm_softmax_s8(const int8_t *input,
-                    const int32_t num_rows,
-                    const int32_t row_size,
-                    const int32_t mult,
-                    const int32_t shift,
-                    const int32_t diff_min,
-                    int8_t *output)
+static inline __attribute__((always_inline)) void store(int8_t *out8, int16_t *out16, int32_t i, int32_t v)
+{
+    if (out8) {
+        out8[i] = (int8_t)v;
+    } else {
+        out16[i] = (int16_t)v;
+    }
+}
+
+/* The rows' softmax into out8 (int8: -128 + 256 x) or, out8 NULL, out16 (int16: -32768 + 65536 x):
+   the same exponentials, a shift 8 smaller for int16 (TFLite's exponent num_bits_over_unit + 31 -
+   the output's bits). Inlined into each caller with its output constant, the int8 one's code is
+   what it was before the int16 output. */
+static inline __attribute__((always_inline)) void softmax_rows(const int8_t *input, int32_t num_rows,
+                                                               int32_t row_size, int32_t mult, int32_t shift,
+                                                               int32_t diff_min, int8_t *out8, int16_t *out16)
 {
     const uint32_t scale = 1U << shift; /* diff * scale wraps in int32, as on the core */
+    const int32_t lo = out8 ? -128 : NN_Q15_MIN, hi = out8 ? 127 : NN_Q15_MAX;
     for (int32_t r = 0; r < num_rows; r++) {
         int32_t max = input[0];
         for (int32_t i = 1; i < row_size; i++) {
@@ -88,18 +99,44 @@ void arm_softmax_s8(const int8_t *input,
         /* the row's max contributes exp(0) / 2^12 > 0, so sum > 0 and CLZ(sum) < 32 */
         const int32_t headroom = __builtin_clz((uint32_t)sum);
         const int32_t shifted_scale = one_over_one_plus_x((int32_t)(((uint32_t)sum << headroom) - 0x80000000U));
-        const int32_t bits_over_unit = ACCUM_BITS - headroom + 23;
+        const int32_t bits_over_unit = ACCUM_BITS - headroom + (out8 ? 23 : 15);
         for (int32_t i = 0; i < row_size; i++) {
             const int32_t diff = input[i] - max;
             if (diff >= diff_min) {
                 const int32_t e = exp_on_negative_values(mul_sat((int32_t)((uint32_t)diff * scale), mult));
-                const int32_t res = arm_nn_divide_by_power_of_two(mul_sat(shifted_scale, e), bits_over_unit) - 128;
-                output[i] = (int8_t)CLAMP(res, 127, -128);
+                const int32_t res = arm_nn_divide_by_power_of_two(mul_sat(shifted_scale, e), bits_over_unit) + lo;
+                store(out8, out16, i, CLAMP(res, hi, lo));
             } else {
-                output[i] = -128;
+                store(out8, out16, i, lo);
             }
         }
         input += row_size;
-        output += row_size;
+        if (out8) {
+            out8 += row_size;
+        } else {
+            out16 += row_size;
+        }
     }
+}
+
+void arm_softmax_s8(const int8_t *input,
+                    const int32_t num_rows,
+                    const int32_t row_size,
+                    const int32_t mult,
+                    const int32_t shift,
+                    const int32_t diff_min,
+                    int8_t *output)
+{
+    softmax_rows(input, num_rows, row_size, mult, shift, diff_min, output, NULL);
+}
+
+void arm_softmax_s8_s16(const int8_t *input,
+                        const int32_t num_rows,
+                        const int32_t row_size,
+                        const int32_t mult,
+                        const int32_t shift,
+                        const int32_t diff_min,
+                        int16_t *output)
+{
+    softmax_rows(input, num_rows, row_size, mult, shift, diff_min, NULL, output);
 }

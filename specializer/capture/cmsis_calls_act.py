@@ -5,7 +5,8 @@ same rules: one custom call "cmsis_nn.<op>" becomes one call of CMSIS-NN's s8 fu
 exact signature (v7.0.0's, unchanged since v6.0.0; specializer/library/cmsis_api.py), arguments
 and struct fields given by name, structs as constant globals named after the block's scope:
 avgpool_s8 -> arm_avgpool_s8, max_pool_s8 -> arm_max_pool_s8, elementwise_add_s8 ->
-arm_elementwise_add_s8, elementwise_mul_s8 -> arm_elementwise_mul_s8, softmax_s8 -> arm_softmax_s8;
+arm_elementwise_add_s8, elementwise_mul_s8 -> arm_elementwise_mul_s8, softmax_s8 -> arm_softmax_s8 (an int16
+output: softmax_s8_s16 -> arm_softmax_s8_s16);
 int16 blocks (the 16x8 scheme) avgpool_s16, max_pool_s16, elementwise_add_s16 and
 elementwise_mul_s16 -> CMSIS-NN's function of that name, softmax_s16 -> arm_softmax_s16 with
 TFLite's two tables (specializer/quant/lut_s16.py) as constant globals every softmax_s16 call of
@@ -36,7 +37,7 @@ from specializer.library import cmsis_api
 from specializer.quant import activations_s16, lut_s16
 
 OPS = ("avgpool_s8", "max_pool_s8", "elementwise_add_s8", "elementwise_mul_s8", "softmax_s8", "avgpool_s16",
-       "max_pool_s16", "elementwise_add_s16", "elementwise_mul_s16", "softmax_s16", "logistic_s16", "tanh_s16")
+       "max_pool_s16", "elementwise_add_s16", "elementwise_mul_s16", "softmax_s16", "logistic_s16", "tanh_s16", "softmax_s8_s16")
 
 
 def avgpool_s8_buffer_size(channels: int) -> int:
@@ -109,22 +110,23 @@ def _mul(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
                  out_activation_min=lo, out_activation_max=hi, block_size=_count(out))
 
 
-def _rows(scope: str, p: dict, args: list[Operand], out: Operand) -> dict:
-    """A softmax's input and output, num_rows rows of row_size of its width: the call's arguments
-    they make."""
+def _rows(scope: str, p: dict, args: list[Operand], out: Operand, t_in: str, t_out: str) -> dict:
+    """A softmax's input and output, num_rows rows of row_size of types t_in and t_out: the call's
+    arguments they make."""
     _args(scope, args, out, 1)
     x = args[0]
     rows, row = p["num_rows"], p["row_size"]
     if not x.dims or x.dims[-1] != row or rows * row != _count(x):
         raise NotLowerable(f"{scope}: input is {x}, the block's parameters say {rows} rows of {row}")
-    t = p["op"].rsplit("_", 1)[1]
-    _check(x, t, x.dims, "input", scope)
-    _check(out, t, x.dims, "output", scope)
+    _check(x, t_in, x.dims, "input", scope)
+    _check(out, t_out, x.dims, "output", scope)
     return dict(input=x.slice, num_rows=rows, row_size=row, mult=p["mult"], shift=p["shift"], output=out.slice)
 
 
 def _softmax(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
-    return _call("arm_softmax_s8", diff_min=p["diff_min"], **_rows(scope, p, args, out))
+    """arm_softmax_s8, or arm_softmax_s8_s16 (an int16 output)."""
+    t_out = "s16" if p["op"] == "softmax_s8_s16" else "s8"
+    return _call(f"arm_{p['op']}", diff_min=p["diff_min"], **_rows(scope, p, args, out, "s8", t_out))
 
 
 def _softmax_s16(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
@@ -134,7 +136,7 @@ def _softmax_s16(scope: str, p: dict, args: list[Operand], out: Operand) -> LibC
     t, init = cmsis_api.struct_const("cmsis_nn_softmax_lut_s16", exp_lut=f'@"{tables[0].name}"',
                                      one_by_one_lut=f'@"{tables[1].name}"')
     return _call("arm_softmax_s16", softmax_params=Const(f"{scope}.luts", t, init, tables),
-                 **_rows(scope, p, args, out))
+                 **_rows(scope, p, args, out, "s16", "s16"))
 
 
 def _activation_s16(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
@@ -162,7 +164,7 @@ def _count(op: Operand) -> int:
 _LOWER = {"avgpool_s8": _pool, "max_pool_s8": _pool, "elementwise_add_s8": _add, "elementwise_mul_s8": _mul,
           "softmax_s8": _softmax, "avgpool_s16": _pool, "max_pool_s16": _pool, "elementwise_add_s16": _add,
           "elementwise_mul_s16": _mul, "softmax_s16": _softmax_s16, "logistic_s16": _activation_s16,
-          "tanh_s16": _activation_s16}
+          "tanh_s16": _activation_s16, "softmax_s8_s16": _softmax}
 
 
 def lower(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:

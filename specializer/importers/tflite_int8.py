@@ -11,7 +11,7 @@ derives them:
   division in float32, halves away from zero;
 - ADD and SUB: inputs to twice the larger input scale, left shift 20; MUL: the input scales'
   product over the output scale, in double; SOFTMAX: PreprocessSoftmaxScaling with the file's
-  beta;
+  beta (an INT16 output: TFLite's int8 -> int16 softmax, arm_softmax_s8_s16);
 - INT4 filters of conv, depthwise and fully connected: the blocks' int4 weights (weight_bits=4),
   kept packed as the file packs them;
 - 16x8 files (INT16 activations, zero points 0; INT8 filters; INT64 biases, carried as
@@ -297,12 +297,20 @@ def mul(c: OpContext, x: TensorRecord) -> Layer:
 
 
 def softmax(c: OpContext, x: TensorRecord) -> Layer:
-    in_s, _, out_s, out_zp = _io(c, x)
-    # TFLite Micro's check: zero point -128, scale 1/256 within 0.1%
-    if out_zp != SOFTMAX_OUT_ZERO_POINT or abs(out_s - SOFTMAX_OUT_SCALE) > 0.001 * SOFTMAX_OUT_SCALE:
-        raise c.refuse(f"int8 output scale {out_s} / zero point {out_zp} (TFLite's is 1/256, -128)")
+    """int8 in; out int8 (scale 1/256, zero point -128) or int16 (1/65536, -32768), as TFLite
+    Micro checks them (the scale within 0.1%)."""
+    if c.out.type == "INT16":
+        in_s, _ = activation_quant(c, x, "input")
+        out_s, out_zp = per_tensor(c, c.out, "output")
+        want_s, want_zp, bits = 1 / 65536, -32768, 16
+    else:
+        in_s, _, out_s, out_zp = _io(c, x)
+        want_s, want_zp, bits = SOFTMAX_OUT_SCALE, SOFTMAX_OUT_ZERO_POINT, 8
+    if out_zp != want_zp or abs(out_s - want_s) > 0.001 * want_s:
+        raise c.refuse(f"int{bits} output scale {out_s} / zero point {out_zp} (TFLite's is 1/{round(1 / want_s)}, "
+                       f"{want_zp})")
     try:
-        p = softmax_params(in_s, int(np.prod(x.shape[:-1])), x.shape[-1], c.options["beta"])
+        p = softmax_params(in_s, int(np.prod(x.shape[:-1])), x.shape[-1], c.options["beta"], bits)
     except (QuantizeError, ValueError) as e:
         raise c.refuse(str(e)) from None
     return c.layer(x, (), p, lambda a: blocks.softmax(a, p))

@@ -28,8 +28,8 @@ from specializer.quant import calls, lut_s16
 from specializer.quant.fixedpoint import (divide_by_power_of_two, doubling_high_mult, exp_on_negative_values,
                                           one_over_one_plus_x_for_x_in_0_1, requantize, requantize_s64)
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
-                                      MulParams, Pair, PoolParams, SoftmaxParams, SoftmaxS16Params, SubParams, TransposeConvParams,
-                                      packed_size)
+                                      MulParams, Pair, PoolParams, SoftmaxParams, SoftmaxS16Params, SubParams,
+                                      TransposeConvParams, int_range, packed_size)
 
 
 
@@ -439,7 +439,8 @@ ACCUM_BITS = 12  # arm_nn_softmax_common_s8
 
 
 def softmax(x, p: SoftmaxParams):
-    """arm_softmax_s8 over the last axis; output scale 1/256, zero point -128."""
+    """arm_softmax_s8 over the last axis; output scale 1/256, zero point -128 (output_bits 16:
+    arm_softmax_s8_s16, 1/65536 and -32768)."""
     lowered = _softmax_call(x, p, jnp.int8)
     if lowered is not None:
         return lowered
@@ -452,11 +453,13 @@ def softmax(x, p: SoftmaxParams):
         headroom = lax.clz(total)
         # (sum << headroom) - (1 << 31): int32 wraps, leaving the bits below the leading one
         shifted_scale = one_over_one_plus_x_for_x_in_0_1((total << headroom) ^ jnp.int32(-(1 << 31)))
-        bits_over_unit = ACCUM_BITS - headroom + 23
+        # TFLite's exponent: num_bits_over_unit + 31 - the output's bits
+        bits_over_unit = ACCUM_BITS - headroom + 31 - p.output_bits
         scaled = doubling_high_mult(shifted_scale, e)
-        res = _divide_by_pot_varying(scaled, bits_over_unit) - 128
-        out = jnp.where(valid, jnp.clip(res, -128, 127), -128)
-        return out.astype(jnp.int8)
+        lo, hi = int_range(p.output_bits)
+        res = _divide_by_pot_varying(scaled, bits_over_unit) + lo
+        out = jnp.where(valid, jnp.clip(res, lo, hi), lo)
+        return out.astype(jnp.int16 if p.output_bits == 16 else jnp.int8)
 
 
 def softmax_s16(x, p: SoftmaxS16Params):

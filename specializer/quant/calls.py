@@ -116,7 +116,7 @@ def call(p, out_shape, *operands):
     if not _lowerable(p):
         return None
     scope = p.scope
-    out_type = jnp.int16 if getattr(p, "activation_bits", 8) == 16 else jnp.int8
+    out_type = jnp.int16 if getattr(p, "activation_bits", 8) == 16 or getattr(p, "output_bits", 8) == 16 else jnp.int8
     with jax.named_scope(scope):
         return jax.ffi.ffi_call(_target(p.op), jax.ShapeDtypeStruct(tuple(out_shape), out_type),
                                 custom_call_api_version=_API_VERSION,

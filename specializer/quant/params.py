@@ -57,6 +57,8 @@ class _Block:
             del d["activation_bits"]
         if d.get("bias_bits") == 64:  # the default: a 16x8 block's dict as before int32 biases
             del d["bias_bits"]
+        if d.get("output_bits") == 8:  # the default: an int8 softmax's dict as before int16 outputs
+            del d["output_bits"]
         return {"op": self.op, **{k: _lists(v) for k, v in d.items()}}
 
 
@@ -384,19 +386,29 @@ class MulParams(_Block):
 
 @dataclass(frozen=True)
 class SoftmaxParams(_Block):
-    """arm_softmax_s8 over the last axis: output scale 1/256, zero point -128 (TFLite's)."""
-    op: ClassVar[str] = "softmax_s8"
+    """arm_softmax_s8 over the last axis: output scale 1/256, zero point -128 (TFLite's); with
+    output_bits 16 arm_softmax_s8_s16, TFLite's int8 -> int16 softmax: scale 1/65536, zero point
+    -32768 (out of repr and the dict at 8: the op's name says it)."""
     num_rows: int
     row_size: int
     mult: int
     shift: int
     diff_min: int
+    output_bits: int = dataclasses.field(default=8, repr=False)
+
+    @property
+    def op(self) -> str:
+        return "softmax_s8_s16" if self.output_bits == 16 else "softmax_s8"
 
     def __post_init__(self):
         # the row's sum of exponentials (each <= 2**19) must stay below 2**28 (4 bits of
-        # headroom), so the final rounding shift (35 - headroom) stays <= 31: rows of at most 511 values
-        if not 1 <= self.row_size <= 511:
-            raise ValueError(f"{self.op}: row size {self.row_size} outside [1, 511]")
+        # headroom), so the final rounding shift (35 - headroom) stays <= 31: rows of at most 511
+        # values; with an int16 output the shift is 8 smaller and the sum only has to stay an int32
+        if self.output_bits not in (8, 16):
+            raise ValueError(f"{self.op}: output_bits must be 8 or 16, got {self.output_bits}")
+        longest = 511 if self.output_bits == 8 else 4095
+        if not 1 <= self.row_size <= longest:
+            raise ValueError(f"{self.op}: row size {self.row_size} outside [1, {longest}]")
         _check_quant((self.mult,), (0,), 1, self.op)
         if not 0 <= self.shift <= 30 or self.diff_min > 0:
             raise ValueError(f"{self.op}: shift {self.shift} outside [0, 30] or diff_min {self.diff_min} > 0")

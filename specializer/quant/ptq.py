@@ -69,14 +69,17 @@ class QParams:
 FIXED_OUTPUT = {"logistic": QParams(*activations.LOGISTIC_OUT), "tanh": QParams(*activations.TANH_OUT)}
 
 
-def softmax_params(input_scale: float, num_rows: int, row_size: int, beta: float = 1.0) -> SoftmaxParams:
-    """TFLite's PreprocessSoftmaxScaling and CalculateInputRadius for int8 input."""
+def softmax_params(input_scale: float, num_rows: int, row_size: int, beta: float = 1.0,
+                   output_bits: int = 8) -> SoftmaxParams:
+    """TFLite's PreprocessSoftmaxScaling and CalculateInputRadius for int8 input (output_bits 16:
+    the int16 output TFLite's int8 softmax can write)."""
     real = min(beta * input_scale * (1 << (31 - SOFTMAX_INTEGER_BITS)), (1 << 31) - 1.0)
     mult, shift = quantize_multiplier(real)
     if shift < 0:
         raise QuantizeError(f"quantize: softmax input scale {input_scale} is too small (multiplier {real} < 1)")
     radius = math.floor(((1 << SOFTMAX_INTEGER_BITS) - 1) * (1 << (31 - SOFTMAX_INTEGER_BITS)) / (1 << shift))
-    return SoftmaxParams(num_rows=num_rows, row_size=row_size, mult=mult, shift=shift, diff_min=-radius)
+    return SoftmaxParams(num_rows=num_rows, row_size=row_size, mult=mult, shift=shift, diff_min=-radius,
+                         output_bits=output_bits)
 
 
 def softmax_s16_params(input_scale: float, num_rows: int, row_size: int, beta: float = 1.0) -> SoftmaxS16Params:
