@@ -14,11 +14,13 @@ def on_grid(w):
     return (np.clip(np.round(w / a), -127, 127) * a).astype(np.float32)
 
 
-def errors_16_and_8(fn, weights: dict, calibration: list, model16, params16, gridded) -> tuple[float, float]:
-    """(max |error| of model16, of fn quantized with activation_bits=8) over the calibration inputs;
-    `gridded`: the weight names put on the int8 grid for the reference."""
+def errors_16_and_8(fn, weights: dict, calibration: list, model16, params16, gridded,
+                    scale: float = 1.0) -> tuple[float, float]:
+    """(max |error| of model16, of fn quantized with activation_bits=8) over the calibration inputs
+    times `scale` (below 1: away from the calibrated ranges' edges, which the gridded weights can
+    pass); `gridded`: the weight names put on the int8 grid for the reference."""
     grid = dict(weights, **{k: on_grid(weights[k]) for k in gridded})
-    xs = [c["x"] for c in calibration]
+    xs = [c["x"] * np.float32(scale) for c in calibration]
     net = jax.jit(fn)
     ref = np.stack([np.asarray(net(x, **grid)) for x in xs])
     q8, p8 = quantize(fn, weights, calibration, activation_bits=8)

@@ -2,7 +2,7 @@
 TFLite Micro's Prepare and its int16 kernels (specializer/quant/activations_s16.py) against TFLite
 Micro on the host over power-of-two and other input scales; on QEMU in every variant, one of each
 lowered onto the shim's arm_nn_activation_s16 (an input scale of 2^-12) and one left to XLA's code
-(a multiplier that is not 3 x a power of two)."""
+(a multiplier that is not 3 x a power of two). And int16 LEAKY_RELU (XLA's code: CMSIS-NN has none)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from every_variant import captured_source, every_variant_passes, int_values, model_namespace
 from float_error import errors_16_and_8
 from test_tflite_16x8 import act16, dense_layer
-from test_tflite_import import OP, check, model_bytes, operator
+from test_tflite_import import OP, check, fb, model_bytes, operator
 
 from specializer.capture import imported
 from specializer.capture.capture import capture
@@ -134,3 +134,52 @@ def test_refusals_are_one_line(tmp_path):
         with pytest.raises(UserError) as e:
             read_tflite(_write(tmp_path, data))
         assert "\n" not in str(e.value) and want in str(e.value), str(e.value)
+
+
+# (input scale, output scale, alpha): alpha small, negative, above 1
+LEAKY = {"plain": (0.001, 0.001, 0.1), "rescaled": (0.001, 0.0007, 0.2), "negative_alpha": (0.002, 0.003, -0.3),
+         "saturating": (0.001, 0.0005, 0.05), "alpha_above_one": (0.001, 0.001, 1.5)}
+
+
+@pytest.mark.parametrize("case", LEAKY)
+def test_leaky_relu_equals_tflite_micro(case, tmp_path):
+    in_s, out_s, alpha = LEAKY[case]
+    o = fb.LeakyReluOptionsT()
+    o.alpha = alpha
+    x, y = act16((2, 5, 7), in_s, "x"), act16((2, 5, 7), out_s, "y")
+    data = model_bytes([operator(OP.LEAKY_RELU, [x], [y], o, fb.BuiltinOptions.LeakyReluOptions)], [x], [y])
+    assert read_tflite(_write(tmp_path, data)).layers[0].block.op == "leaky_relu_s16"
+    out = check(data, tmp_path, n=3)
+    assert out.dtype == np.int16 and len(np.unique(out)) >= 100
+
+
+LEAKY_MODEL = '''
+import jax
+import numpy as np
+
+from specializer.quant.ptq import quantize
+
+
+def leaky(x, w, b):
+    return jax.nn.leaky_relu(x @ w + b, 0.15)
+
+
+rng = np.random.default_rng(13)
+W = {"w": (rng.normal(size=(16, 8)) * 0.5).astype(np.float32), "b": (rng.normal(size=8) * 0.1).astype(np.float32)}
+calibration = [{"x": rng.standard_normal((2, 16)).astype(np.float32)} for _ in range(8)]
+leaky_16x8, params = quantize(leaky, W, calibration, name="leaky_16x8", activation_bits=16)
+leaky_16x8.example_inputs = {"x": leaky_16x8.inputs["x"].quantize(calibration[0]["x"])}
+leaky_16x8.weights = params
+'''
+
+
+def test_quantize_16x8_leaky_relu_in_every_variant(tmp_path):
+    ns = model_namespace(LEAKY_MODEL, "leaky_16x8.py")
+    model, qp = ns["leaky_16x8"], ns["params"]
+    assert [s.block.op for s in model.steps] == ["fully_connected_s16", "leaky_relu_s16"]
+    # inside the calibrated range (at its edge the gridded weights reach past it: both saturate)
+    err16, err8 = errors_16_and_8(ns["leaky"], ns["W"], ns["calibration"], model, qp, ("w",), scale=0.8)
+    assert err16 < err8 / 50, (err16, err8)
+    c = captured_source(LEAKY_MODEL, "leaky_16x8", tmp_path)
+    assert any("kept XLA's code for cmsis_nn.leaky_relu_s16." in line for line in c.log), c.log
+    every_variant_passes(c.model_ll, tmp_path, exact=True)

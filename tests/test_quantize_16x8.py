@@ -117,7 +117,7 @@ def test_what_the_scheme_cannot_take_is_refused_in_one_line():
     cases = [
         (lambda x, w: x @ w, dict(activation_bits=12), "activation_bits=12: 8 or 16"),
         (lambda x, w: x @ w, dict(activation_bits=16, weight_bits=4), "activation_bits=16 takes int8 weights"),
-        (lambda x, w: jax_leaky_relu(x @ w), dict(activation_bits=16), "leaky_relu at "),
+        (lambda x, w: jax_hard_swish(x @ w), dict(activation_bits=16), "hard_swish at "),
     ]
     for fn, kw, msg in cases:
         with pytest.raises(QuantizeError) as e:
@@ -131,10 +131,10 @@ def test_what_the_scheme_cannot_take_is_refused_in_one_line():
     assert "\n" not in str(e.value) and "quantize: " in str(e.value) and "> 14" in str(e.value), str(e.value)
 
 
-def jax_leaky_relu(v):
+def jax_hard_swish(v):
     import jax
 
-    return jax.nn.leaky_relu(v, 0.1)
+    return jax.nn.hard_swish(v)
 
 
 SUB_MODEL = '''

@@ -7,7 +7,7 @@ write those whatever the file says; it refuses LOGISTIC's other zero points); HA
 scale must exceed the input's / 128 (TFLite Micro's Prepare refuses it otherwise).
 
 In 16x8 files LOGISTIC and TANH take INT16 data (zero points 0) into an output of scale 2^-15:
-specializer.quant.activations_s16's blocks.
+specializer.quant.activations_s16's blocks; LEAKY_RELU the int16 form of its block.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def leaky_relu(c: OpContext, x: TensorRecord) -> Layer:
     alpha = c.options["alpha"]
     if not math.isfinite(alpha):
         raise c.refuse(f"alpha {alpha} is not a finite number")
-    p = _params(c, activations.leaky_relu_params, x.shape, *q, alpha)
+    p = _params(c, activations.leaky_relu_params, x.shape, *q, alpha, 16 if x.type == "INT16" else 8)
     return c.layer(x, (), p, lambda a: activations.leaky_relu(a, p))
 
 
@@ -72,4 +72,4 @@ def tanh16(c: OpContext, x: TensorRecord) -> Layer:
 
 
 OPS = {"LOGISTIC": logistic, "TANH": tanh, "HARD_SWISH": hard_swish, "LEAKY_RELU": leaky_relu}
-OPS_16X8 = {"LOGISTIC": logistic16, "TANH": tanh16}
+OPS_16X8 = {"LOGISTIC": logistic16, "TANH": tanh16, "LEAKY_RELU": leaky_relu}

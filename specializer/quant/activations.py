@@ -113,8 +113,8 @@ class HardSwishParams(_Block):
 class LeakyReluParams(_Block):
     """int8 LEAKY_RELU (reference_ops::QuantizeLeakyRelu): input - zero point >= 0 requantized by
     the identity multiplier, below 0 by alpha's (negative for a negative alpha: TFLite Micro
-    scales by its magnitude and negates the result)."""
-    op: ClassVar[str] = "leaky_relu_s8"
+    scales by its magnitude and negates the result). activation_bits 16: TFLite's int16 one, zero
+    points 0 (the 16x8 scheme), computed as it is (no table), XLA's code (CMSIS-NN has none)."""
     shape: Shape
     input_zero_point: int
     output_zero_point: int
@@ -122,8 +122,18 @@ class LeakyReluParams(_Block):
     identity_shift: int
     alpha_multiplier: int
     alpha_shift: int
+    activation_bits: int = dataclasses.field(default=8, repr=False)  # out of repr (and the dict) at 8: the op says
+
+    @property
+    def op(self) -> str:
+        return f"leaky_relu_s{self.activation_bits}"
 
     def __post_init__(self):
+        if self.activation_bits not in (8, 16):
+            raise ValueError(f"{self.op}: activation_bits must be 8 or 16, got {self.activation_bits}")
+        if self.activation_bits == 16 and (self.input_zero_point, self.output_zero_point) != (0, 0):
+            raise ValueError(f"{self.op}: int16 activations are symmetric: zero points must be 0, got "
+                             f"{(self.input_zero_point, self.output_zero_point)}")
         _check_zero_points(self.op, self.input_zero_point, self.output_zero_point)
         for m, s in ((self.identity_multiplier, self.identity_shift), (abs(self.alpha_multiplier), self.alpha_shift)):
             if not (0 <= m < 1 << 31 and -31 <= s <= 30):
@@ -209,11 +219,11 @@ def hard_swish_params(shape: Shape, in_scale: float, in_zp: int, out_scale: floa
 
 
 def leaky_relu_params(shape: Shape, in_scale: float, in_zp: int, out_scale: float, out_zp: int,
-                      alpha: float) -> LeakyReluParams:
+                      alpha: float, activation_bits: int = 8) -> LeakyReluParams:
     # input scale * alpha / output scale, left to right, in double (see _double)
     am, ash = _tflm_multiplier(_double(in_scale) * _double(alpha) / _double(out_scale), "LEAKY_RELU alpha")
     im, ish = _tflm_multiplier(_double(in_scale) / _double(out_scale), "LEAKY_RELU identity")
-    return LeakyReluParams(tuple(shape), in_zp, out_zp, im, ish, am, ash)
+    return LeakyReluParams(tuple(shape), in_zp, out_zp, im, ish, am, ash, activation_bits)
 
 
 # ---------------------------------------------------------------- gemmlowp's fixed point (int32)
@@ -308,8 +318,14 @@ def hard_swish(x, p: HardSwishParams):
 
 
 def leaky_relu(x, p: LeakyReluParams):
-    """int8 x >= 0 ? x : alpha * x, each side requantized to the output."""
-    return _lookup(x, p, _leaky_relu_values)
+    """int8 (int16) x >= 0 ? x : alpha * x, each side requantized to the output."""
+    if p.activation_bits == 8:
+        return _lookup(x, p, _leaky_relu_values)
+    if tuple(x.shape) != tuple(p.shape) or x.dtype != jnp.int16:
+        raise ValueError(f"{p.op}: input must be int16{list(p.shape)}, got {x.dtype}{list(x.shape)}")
+    calls.call(p, p.shape, x)  # no CMSIS-NN function: capture records why
+    with jax.named_scope(p.scope):
+        return _leaky_relu_values(x, p)
 
 
 def _logistic_values(x, p: LogisticParams):
@@ -401,4 +417,5 @@ def _leaky_relu_values(x, p: LeakyReluParams):
     scaled = requantize(d, abs(p.alpha_multiplier), p.alpha_shift)
     alpha = -scaled if p.alpha_multiplier < 0 else scaled
     y = p.output_zero_point + jnp.where(d >= 0, identity, alpha)
-    return jnp.clip(y, -128, 127).astype(jnp.int8)
+    lo, hi = -(1 << (p.activation_bits - 1)), (1 << (p.activation_bits - 1)) - 1
+    return jnp.clip(y, lo, hi).astype(jnp.int16 if p.activation_bits == 16 else jnp.int8)

@@ -13,7 +13,8 @@ quantize(fn, params, calibration_inputs):
      lax.scan TFLite's integer LSTM (_lstm: its cell state int16, calibrated inside the scan);
      with activation_bits=16 TFLite's 16x8 scheme: activations symmetric int16 (scale =
      max|range| / 32767, zero point 0), biases int64 (carried as blocks.bias_words), softmax,
-     sigmoid and tanh TFLite's int16 ones (output scale 1/32768 and 2^-15, zero point 0).
+     sigmoid and tanh TFLite's int16 ones (output scale 1/32768 and 2^-15, zero point 0), leaky
+     relu its int16 form.
 The result is a plain JAX function of int8 (int16) inputs and int8/int32 parameters.
 """
 
@@ -435,7 +436,7 @@ def _lstm(layer: Layer, i: int, qin: QParams, rng, src, qparams, pname):
 
 # the layers the 16x8 scheme quantizes (CMSIS-NN's s16 functions, or moving int16 values as they are)
 S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "add", "sub", "mul", "softmax", "logistic",
-              "tanh", "reshape", "pad", "transpose", "move")
+              "tanh", "leaky_relu", "reshape", "pad", "transpose", "move")
 ADD_LEFT_SHIFT_S16 = 15  # TFLite's int16 add
 
 
@@ -562,8 +563,8 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
     if layer.kind in ACTIVATIONS:
         derive = ACTIVATIONS[layer.kind][0]
         # LOGISTIC and TANH write TFLite's fixed output quantization; the others their calibrated range
-        q = FIXED_OUTPUT.get(layer.kind) or activation_qparams(*rng)
-        extra = (a["alpha"],) if layer.kind == "leaky_relu" else ()
+        q = FIXED_OUTPUT.get(layer.kind) or activation_qparams(*rng, activation_bits)
+        extra = (a["alpha"], activation_bits) if layer.kind == "leaky_relu" else ()
         try:
             block = derive(x_shape, qin.scale, qin.zero_point, q.scale, q.zero_point, *extra)
         except ValueError as e:
