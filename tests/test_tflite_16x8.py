@@ -261,6 +261,76 @@ def test_int32_biases_bit_exact_with_tflite_micro_in_every_variant(tmp_path):
     every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
+def _i32(v, name):
+    return me.Tensor(shape=np.asarray(v).shape, dtype=fb.TensorType.INT32, data=np.asarray(v, np.int32), name=name)
+
+
+def movement_op(kind):
+    """(ops, inputs, outputs) of one movement op on int16 x [1, 4, 5, 3]."""
+    x = act16((1, 4, 5, 3), 0.002, "x")
+    paddings = _i32([[0, 0], [1, 1], [2, 1], [0, 0]], "p")
+    if kind in ("pad", "padv2"):
+        y = act16((1, 6, 8, 3), 0.002, "y")
+        ins = [x, paddings]
+        if kind == "padv2":
+            ins.append(me.Tensor(shape=(1,), dtype=fb.TensorType.INT16, data=np.array([1234], np.int16), name="v",
+                                 quantization=me.Quantization(0.002, 0)))
+        return [operator(OP.PADV2 if kind == "padv2" else OP.PAD, ins, [y])], [x], [y]
+    if kind == "concatenation":
+        z, y = act16((1, 4, 5, 2), 0.002, "z"), act16((1, 4, 5, 5), 0.002, "y")
+        o = fb.ConcatenationOptionsT()
+        o.axis = -1
+        return [operator(OP.CONCATENATION, [x, z], [y], o, fb.BuiltinOptions.ConcatenationOptions)], [x, z], [y]
+    if kind == "transpose":
+        y = act16((1, 3, 4, 5), 0.002, "y")
+        return [operator(OP.TRANSPOSE, [x, _i32([0, 3, 1, 2], "perm")], [y])], [x], [y]
+    y = act16((1, 7, 9, 3), 0.002, "y")
+    o = fb.ResizeNearestNeighborOptionsT()
+    o.halfPixelCenters = True
+    return [operator(OP.RESIZE_NEAREST_NEIGHBOR, [x, _i32([7, 9], "size")], [y], o,
+                     fb.BuiltinOptions.ResizeNearestNeighborOptions)], [x], [y]
+
+
+@pytest.mark.parametrize("kind", ["pad", "padv2", "concatenation", "transpose", "resize_nearest"])
+def test_movement_ops_equal_tflite_micro(kind, tmp_path):
+    """The movement ops on INT16 data copy the values, as TFLite Micro's kernels do (PAD with 0)."""
+    out = check(model_bytes(*movement_op(kind)), tmp_path, n=2)
+    assert out.dtype == np.int16 and len(np.unique(out)) >= 100
+    if kind == "pad":
+        assert (out == 0).sum() >= 2 * (6 * 8 - 4 * 5) * 3
+    if kind == "padv2":
+        assert (out == 1234).sum() >= 2 * (6 * 8 - 4 * 5) * 3
+
+
+def test_movement_network_in_every_variant(tmp_path):
+    """x -> PAD -> RESIZE_NEAREST -> TRANSPOSE, and CONCATENATION of x with a conv of it, int16 on
+    QEMU in every variant against TFLite Micro."""
+    rng = np.random.default_rng(14)
+    x = act16((1, 4, 5, 3), 0.002, "x")
+    pad = act16((1, 6, 8, 3), 0.002, "pad")
+    big = act16((1, 9, 11, 3), 0.002, "big")
+    moved = act16((1, 3, 9, 11), 0.002, "moved")
+    ro = fb.ResizeNearestNeighborOptionsT()
+    ro.alignCorners = True
+    conv, y, _, _ = conv_layer(rng, x, 0.002, (4, 5), 3, cout=2, name="c")
+    y.quantization = me.Quantization(0.002, 0)  # quantized as x: the concatenation copies both
+    cat = act16((1, 4, 5, 5), 0.002, "cat")
+    co = fb.ConcatenationOptionsT()
+    co.axis = 3
+    ops = [operator(OP.PAD, [x, _i32([[0, 0], [1, 1], [2, 1], [0, 0]], "p")], [pad]),
+           operator(OP.RESIZE_NEAREST_NEIGHBOR, [pad, _i32([9, 11], "size")], [big], ro,
+                    fb.BuiltinOptions.ResizeNearestNeighborOptions),
+           operator(OP.TRANSPOSE, [big, _i32([0, 3, 1, 2], "perm")], [moved]),
+           conv, operator(OP.CONCATENATION, [x, y], [cat], co, fb.BuiltinOptions.ConcatenationOptions)]
+    path = tmp_path / "moves.tflite"
+    path.write_bytes(model_bytes(ops, [x], [moved, cat]))
+    c = capture(path, None, tmp_path / "cap", examples=2)
+    want = imported.run_tflite_micro(imported.read(path), [(c.manifest.inputs[0].array(),)])[0]
+    for k, w in enumerate(want):
+        np.testing.assert_array_equal(c.manifest.outputs[k].array(), w)
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
+
+
 def _refused(data: bytes, tmp_path) -> str:
     path = tmp_path / "m.tflite"
     path.write_bytes(data)
@@ -278,6 +348,12 @@ def test_what_the_reader_refuses_is_one_line(tmp_path):
     xz = act16((1, 5, 5, 2), 0.01, "x", zero_point=3)
     op, y, _, _ = conv_layer(rng, xz, 0.01, (5, 5), 2)
     assert "zero point 3" in _refused(model_bytes([op], [xz], [y]), tmp_path)
+    ops, ins, outs = movement_op("concatenation")
+    ins[1].quantization = me.Quantization(0.004, 0)  # TFLite Micro would copy it unscaled
+    assert "quantization differs" in _refused(model_bytes(ops, ins, outs), tmp_path)
+    ops, ins, outs = movement_op("transpose")
+    outs[0].quantization = me.Quantization(0.002, 5)
+    assert "zero point 0" in _refused(model_bytes(ops, ins, outs), tmp_path)
     xs, ys = act16((1, 10), 0.01, "x"), act16((1, 10), 1 / 32768, "y")
     msg = _refused(model_bytes([operator(OP.HARD_SWISH, [xs], [ys])], [xs], [ys]), tmp_path)
     assert "HARD_SWISH" in msg and "INT16" in msg

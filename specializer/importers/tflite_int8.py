@@ -15,10 +15,11 @@ derives them:
 - INT4 filters of conv, depthwise and fully connected: the blocks' int4 weights (weight_bits=4),
   kept packed as the file packs them;
 - 16x8 files (INT16 activations, zero points 0; INT8 filters; INT64 biases, carried as
-  blocks.bias_words): CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, AVERAGE_POOL_2D, MAX_POOL_2D,
-  ADD (left shift 15, TFLite Micro's for int16), SUB, MUL and RESHAPE as the int16 blocks
-  (activation_bits=16); SOFTMAX (output scale 1/32768) as softmax_s16, TFLite's table-driven int16
-  softmax.
+  blocks.bias_words, or INT32 ones: bias_bits=32): CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
+  AVERAGE_POOL_2D, MAX_POOL_2D, ADD (left shift 15, TFLite Micro's for int16), SUB, MUL and RESHAPE
+  as the int16 blocks (activation_bits=16); SOFTMAX (output scale 1/32768) as softmax_s16,
+  TFLite's table-driven int16 softmax; the movement ops (tflite_movement.py) on int16 values;
+  LOGISTIC, TANH and LEAKY_RELU in tflite_int8_activations.py.
 """
 
 from __future__ import annotations
@@ -347,4 +348,4 @@ OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense
 # 16x8 files: the ops with an int16 block
 OPS_16X8 = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
             "MAX_POOL_2D": max_pool, "ADD": add, "SUB": sub, "MUL": mul, "SOFTMAX": softmax_s16,
-            "RESHAPE": reshape_int8}
+            "RESHAPE": reshape_int8, **tflite_movement.OPS}

@@ -1,7 +1,8 @@
 """TFLite operators that move values without arithmetic: PAD, PADV2, CONCATENATION, TRANSPOSE,
-RESIZE_NEAREST_NEIGHBOR. The same for int8 and float data: TFLite Micro's int8 kernels copy the
-bytes (no rescaling, whatever the output's quantization says), so the layer's JAX function is the
-float one's on int8 arrays.
+RESIZE_NEAREST_NEIGHBOR. The same for int8, int16 (16x8 files) and float data: TFLite Micro's
+integer kernels copy the values (no rescaling, whatever the output's quantization says), so the
+layer's JAX function is the float one's on integer arrays. int16 tensors have zero point 0 (TFLite
+Micro's checks) and PAD fills them with 0.
 
 Their shape arguments (paddings, permutation, output size) are constant inputs, read here; where
 TFLite Micro requires matching quantization (CONCATENATION's inputs and output, PADV2's pad
@@ -35,6 +36,10 @@ def _quant(t: TensorRecord):
 def _same_type(c: OpContext, x: TensorRecord) -> None:
     if c.out.type != x.type:
         raise c.refuse(f"output is {c.out.type}, input {x.type}")
+    if x.type == "INT16":
+        for what, t in (("input", x), ("output", c.out)):
+            if t.quant is None or any(z != 0 for z in t.quant.zero_points):
+                raise c.refuse(f"the int16 {what} (tensor {t.index}) needs zero point 0 (16x8 is symmetric)")
 
 
 def pad(c: OpContext, x: TensorRecord) -> Layer:
@@ -56,20 +61,23 @@ def pad(c: OpContext, x: TensorRecord) -> Layer:
             raise c.refuse(f"the pad value (input 2) must be one constant {x.type}")
         if x.type == "INT8" and _quant(v) != _quant(c.out):
             raise c.refuse("the pad value's quantization differs from the output's")
+        if x.type == "INT16" and _quant(v) is not None and any(v.quant.zero_points):
+            raise c.refuse("the int16 pad value needs zero point 0 (16x8 is symmetric)")
         value = v.data.reshape(()).item()
     elif x.type == "INT8":
         if c.out.quant is None:
             raise c.refuse("the int8 output has no quantization")
         value = int(c.out.quant.zero_points[0])
-    else:
+    else:  # float, and int16: TFLite Micro pads it with 0 (its zero point)
         value = 0.0
     widths = tuple((int(a), int(b)) for a, b in p)
     return c.layer(x, (), None, lambda a: jnp.pad(a, widths, constant_values=jnp.asarray(value, a.dtype)))
 
 
 def concatenation(c: OpContext, x: TensorRecord) -> Layer:
-    """CONCATENATION along `axis` (negative: from the end); no fused activation, and for int8 the
-    inputs quantized as the output (TFLite Micro's int8 kernel copies the bytes)."""
+    """CONCATENATION along `axis` (negative: from the end); no fused activation, and for int8 and
+    int16 the inputs quantized as the output (TFLite Micro's kernels copy the values: for int8 it
+    refuses other scales, for int16 it would copy them unscaled, which the reader refuses too)."""
     act = c.options["fusedActivationFunction"]
     if act != 0:
         raise c.refuse(f"fused activation {ACTIVATION_NAMES.get(act, act)} is not supported")
@@ -79,7 +87,7 @@ def concatenation(c: OpContext, x: TensorRecord) -> Layer:
             raise c.refuse(f"input {k} must be a computed tensor")
         if t.type != x.type or len(t.shape) != len(x.shape):
             raise c.refuse(f"input {k} {t.type}{list(t.shape)} does not match input 0 {x.type}{list(x.shape)}")
-        if x.type == "INT8" and _quant(t) != _quant(c.out):
+        if x.type in ("INT8", "INT16") and _quant(t) != _quant(c.out):
             raise c.refuse(f"input {k}'s quantization differs from the output's (TFLite Micro does not rescale)")
     _same_type(c, x)
     rank = len(x.shape)
