@@ -59,4 +59,11 @@ int32_t libjit_conv_s8(int8_t *out, const int8_t *in, const void *w, const int32
                        int32_t dil_w, int32_t out_h, int32_t out_w, int32_t pad_value, int32_t fast,
                        int32_t narrow, int32_t out_offset, int32_t act_min, int32_t act_max);
 
+/* int8 elementwise add of n values from two 256-entry tables of each input's requantized value
+ * (add_s8.c; specializer/optimize/relayout_add.py writes them and rq: [0, multiplier, shift or
+ * the fast form's K, its rs]). */
+int32_t libjit_add_s8(int8_t *out, const int8_t *a, const int8_t *b, const int32_t *ta, const int32_t *tb,
+                      const int32_t *rq, int32_t fast, int32_t out_offset, int32_t act_min, int32_t act_max,
+                      int32_t n);
+
 #endif /* LIBJIT_S8_H */

@@ -28,6 +28,9 @@ library (dims never knows weight values; Glow's default never looks at them). On
   relayout_depthwise.py -- the weights as int16 SMLAD pairs for ``libjit_dwconv_s8``, the input
   offset folded into the bias, the requantization in a form proven equal where it can be.
 
+* **int8 add with constant parameters** (any CMSIS-NN): relayout_add.py -- each input's
+  requantization tabulated over its 256 values for ``libjit_add_s8``.
+
 Each decision, applied or not, is returned for the specialization log. Calls named in `skip` (the
 model's call numbers, callsites.py: those the comparison measured faster as shape-only clones)
 are left alone and not logged.
@@ -42,7 +45,7 @@ import numpy as np
 
 from specializer.library.cmsis_api import FUNCTIONS
 from specializer.llvm.passes import MODEL, Pass, option
-from specializer.optimize import callsites, int8_layout, relayout_conv, relayout_depthwise
+from specializer.optimize import callsites, int8_layout, relayout_add, relayout_conv, relayout_depthwise
 from specializer.optimize.callsites import calls_option
 from specializer.optimize.state import BuildState
 from specializer.llvm import irtext, packweights
@@ -177,8 +180,9 @@ def relayout(text: str, shim: bool = True, skip: frozenset = frozenset(),
     text, kernels = relayout_conv.convs(text, _skipped(text, skip), widen, unpack4)
     text, convs = const_convs(text, shim, skip)
     text, depthwise = relayout_depthwise.depthwise(text, _skipped(text, skip))
+    text, adds = relayout_add.adds(text, _skipped(text, skip))
     text, notes = _dense(text, skip)
-    return text, notes + kernels + convs + depthwise
+    return text, notes + kernels + convs + depthwise + adds
 
 
 def _dense(text: str, skip: frozenset = frozenset()) -> tuple[str, tuple[Relayout, ...]]:
@@ -237,7 +241,8 @@ class RelayoutPass(Pass):
     summary = ("constant weights re-laid out for the kernel that reads them: a pruned dense layer's weight "
                "as compressed sparse columns for libjit_vecmat_csc_f32; an int8 conv with constant "
                "per-channel parameters on the shim's unrolled conv; an int8 depthwise conv with constant "
-               "weights on libjit_dwconv_s8 (relayout.py); numbers the model's calls "
+               "weights on libjit_dwconv_s8; an int8 add on libjit_add_s8's tables (relayout.py); numbers "
+               "the model's calls "
                "first (callsites.py)")
     shape_only: frozenset = calls_option("leaves alone")
     widen: float = option(relayout_conv.DEFAULT_WIDEN, "int16 weight panels (faster, twice the bytes) for at "
