@@ -177,6 +177,34 @@ def test_sub_in_every_variant(tmp_path):
     every_variant_passes(c.model_ll, tmp_path, exact=True)
 
 
+def test_mean_over_an_axis_in_every_variant(tmp_path):
+    """A mean over one axis of a dense layer's output (TFLite's int16 MEAN, XLA's code): on QEMU
+    equal to JAX in every variant."""
+    src = '''
+import jax.numpy as jnp
+import numpy as np
+
+from specializer.quant.ptq import quantize
+
+
+def rows(x, w):
+    return jnp.mean((x @ w).reshape(2, 3, 4), axis=1)
+
+
+rng = np.random.default_rng(12)
+W = {"w": (rng.normal(size=(6, 12)) * 0.5).astype(np.float32)}
+calibration = [{"x": rng.standard_normal((2, 6)).astype(np.float32)} for _ in range(8)]
+rows_16x8, params = quantize(rows, W, calibration, name="rows_16x8", activation_bits=16)
+rows_16x8.example_inputs = {"x": rows_16x8.inputs["x"].quantize(calibration[0]["x"])}
+rows_16x8.weights = params
+'''
+    ns = model_namespace(src, "rows_16x8.py")
+    mean = ns["rows_16x8"].steps[-1]
+    assert mean.kind == "mean" and mean.block.op == "mean_s16" and mean.block.count == 3
+    c = captured_source(src, "rows_16x8", tmp_path)
+    every_variant_passes(c.model_ll, tmp_path, exact=True)
+
+
 def test_in_every_variant_equal_to_jax(tmp_path):
     c = captured_source(MODEL, "net_16x8", tmp_path)
     text = c.model_ll.read_text()

@@ -302,6 +302,27 @@ def test_movement_ops_equal_tflite_micro(kind, tmp_path):
         assert (out == 1234).sum() >= 2 * (6 * 8 - 4 * 5) * 3
 
 
+MEANS = {"spatial_keep": ([1, 2], True, (1, 1, 1, 3), 0.0005), "rows": ([1], False, (1, 5, 3), 0.0011),
+         "channels_keep": ([3], True, (1, 4, 5, 1), 0.002), "columns": ([2], False, (1, 4, 3), 0.00093)}
+
+
+@pytest.mark.parametrize("case", MEANS)
+def test_mean_equals_tflite_micro(case, tmp_path):
+    """int16 MEAN over any axes: TFLite Micro's QuantizedMeanOrSum on int16 (an int32 sum, 1/count
+    folded into the multiplier), clamped to int16."""
+    axes, keep, out_shape, out_s = MEANS[case]
+    x, y = act16((1, 4, 5, 3), 0.002, "x"), act16(out_shape, out_s, "y")
+    o = fb.ReducerOptionsT()
+    o.keepDims = keep
+    data = model_bytes([operator(OP.MEAN, [x, _i32(axes, "axes")], [y], o, fb.BuiltinOptions.ReducerOptions)],
+                       [x], [y])
+    path = tmp_path / "m.tflite"
+    path.write_bytes(data)
+    assert read_tflite(path).layers[0].block.op == "mean_s16"
+    out = check(data, tmp_path, n=3)
+    assert out.dtype == np.int16 and len(np.unique(out)) >= 9
+
+
 def test_movement_network_in_every_variant(tmp_path):
     """x -> PAD -> RESIZE_NEAREST -> TRANSPOSE, and CONCATENATION of x with a conv of it, int16 on
     QEMU in every variant against TFLite Micro."""

@@ -333,7 +333,7 @@ def mean(c: OpContext, x: TensorRecord) -> Layer:
     in_s, in_zp, out_s, out_zp = _io(c, x)
     axes, keep = mean_axes(c, x)
     m, sh = tflite_multiplier(in_s / out_s)
-    p = MeanParams.of(x.shape, axes, keep, in_zp, m, sh, out_zp)
+    p = MeanParams.of(x.shape, axes, keep, in_zp, m, sh, out_zp, 16 if x.type == "INT16" else 8)
     return c.layer(x, (), p, lambda a: blocks.mean(a, p))
 
 
@@ -348,4 +348,4 @@ OPS = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense
 # 16x8 files: the ops with an int16 block
 OPS_16X8 = {"CONV_2D": conv, "DEPTHWISE_CONV_2D": depthwise, "FULLY_CONNECTED": dense, "AVERAGE_POOL_2D": avg_pool,
             "MAX_POOL_2D": max_pool, "ADD": add, "SUB": sub, "MUL": mul, "SOFTMAX": softmax_s16,
-            "RESHAPE": reshape_int8, **tflite_movement.OPS}
+            "RESHAPE": reshape_int8, "MEAN": mean, **tflite_movement.OPS}

@@ -426,13 +426,13 @@ def requantize_s8(x, input_zero_point: int, multiplier: int, shift: int, output_
 
 
 def mean(x, p: MeanParams):
-    """TFLite's int8 MEAN: the sum over p.axes less the input zero point per element, requantized
-    with 1/count folded into the multiplier, offset, clamped (no fused activation)."""
-    _check(x, p.input_dims, jnp.int8, "input", p)
+    """TFLite's int8 (int16) MEAN: the sum over p.axes less the input zero point per element,
+    requantized with 1/count folded into the multiplier, offset, clamped (no fused activation)."""
+    _check(x, p.input_dims, _act_type(p), "input", p)
     with jax.named_scope(p.scope):
         s = jnp.sum(x.astype(jnp.int32), axis=p.axes, keepdims=p.keep_dims) - jnp.int32(p.input_zero_point * p.count)
         y = requantize(s, p.multiplier, p.shift) + jnp.int32(p.output_zero_point)
-        return jnp.clip(y, -128, 127).astype(jnp.int8)
+        return jnp.clip(y, *int_range(p.activation_bits)).astype(_act_type(p))
 
 
 ACCUM_BITS = 12  # arm_nn_softmax_common_s8

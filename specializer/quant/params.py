@@ -439,8 +439,8 @@ class SoftmaxS16Params(_Block):
 class MeanParams(_Block):
     """TFLite's int8 MEAN (reference QuantizedMeanOrSum; CMSIS-NN has no kernel): the int32 sum over
     `axes`, less input_zero_point per summed element, requantized by multiplier/shift (1/count
-    folded in, as TFLite folds it), plus the output zero point, clamped to int8."""
-    op: ClassVar[str] = "mean_s8"
+    folded in, as TFLite folds it), plus the output zero point, clamped to int8. activation_bits
+    16: TFLite's int16 MEAN, the same steps on int16 values (zero points 0), clamped to int16."""
     input_dims: tuple[int, ...]
     axes: tuple[int, ...]  # distinct, ascending, each in [0, rank)
     keep_dims: bool
@@ -448,6 +448,16 @@ class MeanParams(_Block):
     multiplier: int
     shift: int
     output_zero_point: int
+    activation_bits: int = _activation_bits()
+
+    @property
+    def op(self) -> str:
+        return f"mean_s{self.activation_bits}"
+
+    def __post_init__(self):
+        _check_s16(self, offsets=(self.input_zero_point, self.output_zero_point))
+        if self.activation_bits == 16 and self.count >= 1 << 16:  # the int32 sum of int16 values
+            raise ValueError(f"{self.op}: {self.count} values a mean (an int32 sum of int16 holds 65,535)")
 
     @property
     def count(self) -> int:
@@ -464,7 +474,7 @@ class MeanParams(_Block):
 
     @staticmethod
     def of(input_dims, axes, keep_dims: bool, input_zero_point: int, multiplier: int, shift: int,
-           output_zero_point: int) -> "MeanParams":
+           output_zero_point: int, activation_bits: int = 8) -> "MeanParams":
         """With TFLite's 1/count folding of the input-to-output multiplier (multiplier, shift:
         QuantizeMultiplier(input scale / output scale)): multiplier << k // count, shift - k,
         k = floor(log2 count) kept within 32 and 31 + shift."""
@@ -475,7 +485,7 @@ class MeanParams(_Block):
             n *= input_dims[a]
         k = min(n.bit_length() - 1, 32, 31 + shift)
         return MeanParams(tuple(input_dims), axes, bool(keep_dims), input_zero_point, (multiplier << k) // n,
-                          shift - k, output_zero_point)
+                          shift - k, output_zero_point, activation_bits)
 
 
 @dataclass(frozen=True)

@@ -435,8 +435,8 @@ def _lstm(layer: Layer, i: int, qin: QParams, rng, src, qparams, pname):
 
 
 # the layers the 16x8 scheme quantizes (CMSIS-NN's s16 functions, or moving int16 values as they are)
-S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "add", "sub", "mul", "softmax", "logistic",
-              "tanh", "leaky_relu", "reshape", "pad", "transpose", "move")
+S16_LAYERS = ("conv", "depthwise", "dense", "maxpool", "avgpool", "gap", "mean", "add", "sub", "mul", "softmax",
+              "logistic", "tanh", "leaky_relu", "reshape", "pad", "transpose", "move")
 ADD_LEFT_SHIFT_S16 = 15  # TFLite's int16 add
 
 
@@ -537,9 +537,9 @@ def _layer(layer: Layer, i: int, qin: QParams, qins, rng, src, qparams, pname, w
     if layer.kind == "reshape":
         return Step("reshape", a["shape"], tuple(src)), qin
     if layer.kind == "mean":
-        q = activation_qparams(*rng)
+        q = activation_qparams(*rng, activation_bits)
         m, sh = quantize_multiplier(qin.scale / q.scale)
-        block = MeanParams.of(x_shape, a["axes"], a["keep"], qin.zero_point, m, sh, q.zero_point)
+        block = MeanParams.of(x_shape, a["axes"], a["keep"], qin.zero_point, m, sh, q.zero_point, activation_bits)
         return Step("mean", block, tuple(src)), q
     if layer.kind == "pad":  # zeros are the zero point: the input's quantization holds
         return Step("pad", (a["widths"], qin.zero_point), tuple(src)), qin
