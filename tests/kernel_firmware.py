@@ -11,7 +11,8 @@ def run_kernel(tmp_path, kernel: str, scratch: str, cases: list[tuple[np.ndarray
     the C definition of the scratch the calls share. -> [output values per case]."""
     defs, stmts = [], []
     for i, (x, a, n, scratch_arg) in enumerate(cases):
-        wtype = "const int8_t" if a.weights.dtype == np.int8 else "const int16_t"
+        # aligned as relayout's constant arrays are (align 4): the kernels read words of them
+        wtype = ("const int8_t" if a.weights.dtype == np.int8 else "const int16_t") + " __attribute__((aligned(4)))"
         defs += [c_array(f"x{i}", x, "const int8_t"), c_array(f"w{i}", a.weights, wtype),
                  c_array(f"q{i}", np.array(a.rq), "const int32_t"), f"static int8_t o{i}[{n}];\n"]
         arrays = []  # the kernel's array arguments after the scratch (libjit_conv_s8: index, fill)

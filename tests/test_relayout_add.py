@@ -66,7 +66,7 @@ def test_add_calls_the_kernel_with_shared_tables():
 def test_a_small_left_shift_is_left_alone():
     text, notes = relayout_add.adds(MODULE.replace("{left}", "8"), lambda line: False)
     assert "@arm_elementwise_add_s8(" in text and "libjit_add_s8" not in text
-    assert "left shift 8 < 16" in notes[0].log_line()
+    assert "left shift 8 outside [16, 31]" in notes[0].log_line()
 
 
 def _add(a, b, y, act=ACT.NONE):

@@ -63,8 +63,8 @@ def _decide(ints: list[int]) -> tuple[list[int], list[int], list[int], bool] | s
     """(table a, table b, rq record, fast) for the call's constants, or why not."""
     off1, m1, s1, off2, m2, s2, left = ints[:7]
     out_off, out_m, out_s, lo, hi = ints[7:]
-    if left < MIN_LEFT_SHIFT:
-        return f"left shift {left} < {MIN_LEFT_SHIFT} (CMSIS-NN's DSP path differs below it)"
+    if not MIN_LEFT_SHIFT <= left <= 31:
+        return f"left shift {left} outside [{MIN_LEFT_SHIFT}, 31] (CMSIS-NN's DSP path differs below it)"
     if not all(-31 <= s <= 30 for s in (s1, s2, out_s)) or not all(0 <= m < 1 << 31 for m in (m1, m2, out_m)):
         return "a multiplier or shift out of CMSIS-NN's range"
     ta, tb = input_table(off1, m1, s1, left), input_table(off2, m2, s2, left)
@@ -72,7 +72,8 @@ def _decide(ints: list[int]) -> tuple[list[int], list[int], list[int], bool] | s
     if lo_sum < -(1 << 31) or hi_sum >= 1 << 31:
         return "the sum of the requantized inputs may pass int32"
     form = requant_proof.fast_form(out_m, out_s, 0, out_off, lo_sum, hi_sum)
-    if form is None:
+    doubled_fit = max(abs(int(t.min())) for t in (ta, tb)) < 1 << 30 and max(int(t.max()) for t in (ta, tb)) < 1 << 30
+    if form is None or not doubled_fit:  # the fast form reads the tables doubled: each entry too
         return ta.tolist(), tb.tolist(), [0, out_m, out_s, 0], False
     return (2 * ta).tolist(), (2 * tb).tolist(), [0, form.multiplier, form.k, form.rs], True
 

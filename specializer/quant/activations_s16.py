@@ -107,10 +107,10 @@ class _Sigmoid16(_Block):
     input_left_shift: int
 
     def __post_init__(self):
-        # x * multiplier stays an int32 for every int16 x
-        if not (0 < self.input_multiplier < 1 << 16 and 0 <= self.input_left_shift <= 31):
+        # x * multiplier + round stays an int32 for every int16 x (TFLite Micro's are <= 32767)
+        if not (0 < self.input_multiplier < 1 << 15 and 0 <= self.input_left_shift <= 31):
             raise ValueError(f"{self.op}: input multiplier {self.input_multiplier} / left shift "
-                             f"{self.input_left_shift} out of range ((0, 65536) and [0, 31])")
+                             f"{self.input_left_shift} out of range ((0, 32768) and [0, 31])")
 
     @property
     def cmsis_left_shift(self) -> int | None:
