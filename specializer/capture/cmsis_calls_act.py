@@ -36,8 +36,9 @@ from specializer.capture.thunks import Const, LibCall
 from specializer.library import cmsis_api
 from specializer.quant import activations_s16, lut_s16
 
-OPS = ("avgpool_s8", "max_pool_s8", "elementwise_add_s8", "elementwise_mul_s8", "softmax_s8", "avgpool_s16",
-       "max_pool_s16", "elementwise_add_s16", "elementwise_mul_s16", "softmax_s16", "logistic_s16", "tanh_s16", "softmax_s8_s16")
+OPS = ("avgpool_s8", "max_pool_s8", "elementwise_add_s8", "elementwise_mul_s8", "softmax_s8", "softmax_s8_s16",
+       "avgpool_s16", "max_pool_s16", "elementwise_add_s16", "elementwise_mul_s16", "softmax_s16", "logistic_s16",
+       "tanh_s16")
 
 
 def avgpool_s8_buffer_size(channels: int) -> int:

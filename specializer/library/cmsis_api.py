@@ -163,7 +163,8 @@ FUNCTIONS = (
     Function("arm_softmax_s8", "void",
              ((_S8, "input"),) + _i32("num_rows", "row_size", "mult", "shift", "diff_min") + (("int8_t *", "output"),)),
     Function("arm_softmax_s8_s16", "void",
-             ((_S8, "input"),) + _i32("num_rows", "row_size", "mult", "shift", "diff_min") + (("int16_t *", "output"),)),
+             ((_S8, "input"),) + _i32("num_rows", "row_size", "mult", "shift", "diff_min")
+             + (("int16_t *", "output"),)),
     Function("arm_softmax_s16", _STATUS,
              ((_S16, "input"),) + _i32("num_rows", "row_size", "mult", "shift")
              + (("const cmsis_nn_softmax_lut_s16 *", "softmax_params"), ("int16_t *", "output"))),

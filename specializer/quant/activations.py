@@ -35,7 +35,7 @@ from jax import lax
 from specializer.quant import calls, int_eval
 from specializer.quant.fixedpoint import (I32_MAX, divide_by_power_of_two, doubling_high_mult, mult_by_power_of_two,
                                           quantize_multiplier, requantize)
-from specializer.quant.params import _Block
+from specializer.quant.params import _activation_bits, _Block
 
 Shape = tuple[int, ...]
 
@@ -122,7 +122,7 @@ class LeakyReluParams(_Block):
     identity_shift: int
     alpha_multiplier: int
     alpha_shift: int
-    activation_bits: int = dataclasses.field(default=8, repr=False)  # out of repr (and the dict) at 8: the op says
+    activation_bits: int = _activation_bits()  # 16: int16 in and out
 
     @property
     def op(self) -> str:
