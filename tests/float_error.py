@@ -8,10 +8,11 @@ import numpy as np
 from specializer.quant.ptq import quantize
 
 
-def on_grid(w):
-    """w rounded to symmetric int8 steps of max |w| / 127 (per tensor: quantize()'s dense weights)."""
-    a = np.abs(w).max() / 127
-    return (np.clip(np.round(w / a), -127, 127) * a).astype(np.float32)
+def on_grid(w, per_channel: bool = False):
+    """w rounded to symmetric int8 steps of max |w| / 127, per output channel (the last axis) or
+    per tensor (quantize()'s dense weights)."""
+    amax = np.abs(w).reshape(-1, w.shape[-1]).max(axis=0) if per_channel else np.abs(w).max()
+    return (np.clip(np.round(w / (amax / 127)), -127, 127) * (amax / 127)).astype(np.float32)
 
 
 def errors_16_and_8(fn, weights: dict, calibration: list, model16, params16, gridded,

@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 from every_variant import captured_source, every_variant_passes, int_values, model_namespace
+from float_error import on_grid
 
 from specializer.quant import fixedpoint
 from specializer.quant.graph import QuantizeError
@@ -75,7 +76,7 @@ def test_every_layer_an_s16_block_closer_to_float_than_int8():
     # against the float model with its weights on the int8 grid (what the weights allow): int16
     # activations leave a small fraction of the int8 scheme's error
     q8, p8 = quantize(ns["net"], ns["W"], ns["calibration"], activation_bits=8)
-    grid = dict(ns["W"], **{k: _on_grid(ns["W"][k], k != "w3") for k in ("w1", "wd", "w2", "w3")})
+    grid = dict(ns["W"], **{k: on_grid(ns["W"][k], k != "w3") for k in ("w1", "wd", "w2", "w3")})
     import jax
 
     xs = [c["x"] for c in ns["calibration"][:6]]
@@ -84,12 +85,6 @@ def test_every_layer_an_s16_block_closer_to_float_than_int8():
     err16 = np.abs(np.stack([model.run_float(qp, x=x) for x in xs]) - ref).max()
     err8 = np.abs(np.stack([q8.run_float(p8, x=x) for x in xs]) - ref).max()
     assert err16 <= 2e-4 * np.abs(ref).max() and err16 < err8 / 50, (err16, err8)  # measured 8.0e-4 against 0.084
-
-
-def _on_grid(w, per_channel: bool):
-    """w rounded to symmetric int8 steps (max |w| / 127, per output channel or per tensor)."""
-    amax = np.abs(w).reshape(-1, w.shape[-1]).max(axis=0) if per_channel else np.abs(w).max()
-    return (np.clip(np.round(w / (amax / 127)), -127, 127) * (amax / 127)).astype(np.float32)
 
 
 def test_requantize_s64_is_tflites_int64_rounding():

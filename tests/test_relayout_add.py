@@ -5,6 +5,7 @@ steps; a .tflite network of adds on QEMU in every variant against TFLite Micro."
 import numpy as np
 import pytest
 from every_variant import every_variant_passes
+from test_cmsis_nn import requantize_scalar, wrap32
 from test_tflite_import import ACT, OP, act8, fb, model_bytes, operator
 
 from specializer.capture import imported
@@ -21,19 +22,6 @@ MODULE = "\n".join(["@x = global [64 x i8] zeroinitializer", "@y = global [64 x 
                         ["ptr", "ptr"] + ["i32"] * 7 + ["ptr"] + ["i32"] * 6) + ")", ""])
 
 
-def requantize(x: int, m: int, s: int) -> int:
-    """CMSIS-NN's arm_nn_requantize in Python integers (int32 wrapping left shift, the doubling high
-    multiply, the rounding right shift with halves away from zero)."""
-    def wrap(v):
-        return (v + (1 << 31)) % (1 << 32) - (1 << 31)
-    x = wrap(x << max(s, 0))
-    t = (x * m + (1 << 30)) >> 31
-    rs = max(-s, 0)
-    mask = (1 << rs) - 1
-    result = t >> rs
-    return result + ((t & mask) > (mask >> 1) + (result < 0))
-
-
 def test_tables_are_cmsis_nns_steps():
     rng = np.random.default_rng(1)
     for _ in range(40):
@@ -42,7 +30,7 @@ def test_tables_are_cmsis_nns_steps():
         got = relayout_add.input_table(off, m, s, left)
         for byte in range(256):
             v = byte - 256 if byte > 127 else byte
-            want = requantize((((v + off) << left) + (1 << 31)) % (1 << 32) - (1 << 31), m, s)
+            want = requantize_scalar(int(wrap32((v + off) << left)), m, s)
             assert got[byte] == want, (off, m, s, left, v)
 
 

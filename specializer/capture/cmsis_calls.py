@@ -59,8 +59,9 @@ def _activation(lo_hi) -> dict:
     return {"min": lo, "max": hi}
 
 
-def _i32s(name: str, values) -> Const:
-    return Const(name, f"[{len(values)} x i32]", "[" + ", ".join(f"i32 {int(v)}" for v in values) + "]")
+def _array(name: str, ty: str, values) -> Const:
+    """A constant array of integers of LLVM type `ty` (per-channel parameters, tables)."""
+    return Const(name, f"[{len(values)} x {ty}]", "[" + ", ".join(f"{ty} {int(v)}" for v in values) + "]")
 
 
 def _context(name: str, size: int) -> Const:
@@ -72,7 +73,7 @@ def _per_channel(scope: str, mults, shifts, n: int) -> Const:
     repeats its pair)."""
     mults = list(mults) * (n // len(mults)) if len(mults) == 1 else list(mults)
     shifts = list(shifts) * (n // len(shifts)) if len(shifts) == 1 else list(shifts)
-    m, s = _i32s(f"{scope}.multiplier", mults), _i32s(f"{scope}.shift", shifts)
+    m, s = _array(f"{scope}.multiplier", "i32", mults), _array(f"{scope}.shift", "i32", shifts)
     t, init = cmsis_api.struct_const("cmsis_nn_per_channel_quant_params", multiplier=f'@"{m.name}"',
                                      shift=f'@"{s.name}"')
     return Const(f"{scope}.quant_params", t, init, (m, s))

@@ -23,6 +23,7 @@ from __future__ import annotations
 from specializer.capture.cmsis_calls import (
     NotLowerable,
     _activation,
+    _array,
     _call,
     _check,
     _context,
@@ -30,11 +31,11 @@ from specializer.capture.cmsis_calls import (
     _overlap,
     _struct,
 )
-from specializer.capture.cmsis_calls_lstm import SIGMOID, TANH
 from specializer.capture.libcalls import Operand
 from specializer.capture.thunks import Const, LibCall
 from specializer.library import cmsis_api
-from specializer.quant import activations_s16, lut_s16
+from specializer.quant import lut_s16
+from specializer.quant.params import cmsis_left_shift
 
 OPS = ("avgpool_s8", "max_pool_s8", "elementwise_add_s8", "elementwise_mul_s8", "softmax_s8", "softmax_s8_s16",
        "avgpool_s16", "max_pool_s16", "elementwise_add_s16", "elementwise_mul_s16", "softmax_s16", "logistic_s16",
@@ -132,7 +133,7 @@ def _softmax(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
 
 def _softmax_s16(scope: str, p: dict, args: list[Operand], out: Operand) -> LibCall:
     """arm_softmax_s16 with TFLite's two tables, one copy of each per model (equal names)."""
-    tables = tuple(_i16s(f"cmsis_nn.softmax_s16.{name}", t) for name, t in
+    tables = tuple(_array(f"cmsis_nn.softmax_s16.{name}", "i16", t) for name, t in
                    (("exp_lut", lut_s16.exp_table()), ("one_by_one_lut", lut_s16.one_over_one_plus_x_table())))
     t, init = cmsis_api.struct_const("cmsis_nn_softmax_lut_s16", exp_lut=f'@"{tables[0].name}"',
                                      one_by_one_lut=f'@"{tables[1].name}"')
@@ -144,15 +145,11 @@ def _activation_s16(scope: str, p: dict, args: list[Operand], out: Operand) -> L
     _args(scope, args, out, 1)
     _check(args[0], "s16", p["shape"], "input", scope)
     _check(out, "s16", p["shape"], "output", scope)
-    left_shift = activations_s16.cmsis_left_shift(p["input_multiplier"], p["input_left_shift"])
+    left_shift = cmsis_left_shift(p["input_multiplier"], p["input_left_shift"])
     if left_shift is None:
         raise NotLowerable(f"{scope}: input multiplier {p['input_multiplier']} is not 3 x a power of two")
     return _call("arm_nn_activation_s16", input=args[0].slice, output=out.slice, size=_count(out),
-                 left_shift=left_shift, type=SIGMOID if p["op"] == "logistic_s16" else TANH)
-
-
-def _i16s(name: str, values) -> Const:
-    return Const(name, f"[{len(values)} x i16]", "[" + ", ".join(f"i16 {int(v)}" for v in values) + "]")
+                 left_shift=left_shift, type=cmsis_api.SIGMOID if p["op"] == "logistic_s16" else cmsis_api.TANH)
 
 
 def _count(op: Operand) -> int:

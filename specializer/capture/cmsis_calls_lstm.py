@@ -17,10 +17,10 @@ from specializer.capture.cmsis_calls import NotLowerable, _call, _check, _overla
 from specializer.capture.libcalls import Operand
 from specializer.capture.thunks import Const, LibCall
 from specializer.library import cmsis_api
+from specializer.library.cmsis_api import SIGMOID, TANH
 
 OPS = ("lstm_s8",)
 GATES = ("forget_gate", "input_gate", "cell_gate", "output_gate")
-SIGMOID, TANH = 0, 1  # arm_nn_activation_type
 
 
 def lstm_buffer_size(p: dict) -> int:

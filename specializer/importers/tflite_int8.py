@@ -34,7 +34,7 @@ from specializer.importers.tflite_layer import (Layer, OpContext, Pair, broadcas
                                                 filter_and_bias, mean_axes, nhwc, nhwc_out, padding, pool_window,
                                                 reshape, second_input, stride_dilation, transpose_conv_inputs)
 from specializer.quant import blocks
-from specializer.quant.fixedpoint import quantize_multiplier
+from specializer.quant.fixedpoint import quantize_multiplier, tflite_round
 from specializer.quant.graph import QuantizeError
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, MeanParams,
                                       MulParams, PoolParams, SubParams, TransposeConvParams, int_range)
@@ -64,7 +64,7 @@ def per_tensor(c: OpContext, t: TensorRecord, what: str) -> tuple[float, int]:
 
 def _quantize_bound(value: float, scale: float, zero_point: int) -> int:
     v = float(np.float32(value) / np.float32(scale))
-    return zero_point + int(math.copysign(math.floor(abs(v) + 0.5), v))
+    return zero_point + tflite_round(v)
 
 
 _BOUNDS = {"NONE": None, "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}

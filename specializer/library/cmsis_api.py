@@ -180,6 +180,7 @@ _FUNCTION = {f.name: f for f in FUNCTIONS}
 
 _TILE = "cmsis_nn_tile"
 ENUM = "arm_nn_activation_type"  # the one enum a struct field has (an int on Arm's ABI)
+SIGMOID, TANH = 0, 1  # its values
 BOOL = "const bool"  # cmsis_nn_bias_data's flag: one byte (AAPCS _Bool)
 _ACT = ("cmsis_nn_activation", "activation")
 

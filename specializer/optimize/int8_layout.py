@@ -149,8 +149,13 @@ def requant_records(taps: np.ndarray, bias: list[int], mult: list[int], shift: l
              for m, s, b, a, z in zip(mult, shift, folded, lo, hi)]
     if all(forms):
         return True, [v for f in forms for v in (f.bias2, f.multiplier, f.k, f.rs)]
-    wrapped = [(b + (1 << 31)) % (1 << 32) - (1 << 31) for b in folded]  # int32, as CMSIS-NN adds it
+    wrapped = [wrap32(b) for b in folded]  # int32, as CMSIS-NN adds it
     return False, [v for b, m, s in zip(wrapped, mult, shift) for v in (b, int(m), int(s), 0)]
+
+
+def wrap32(x):
+    """An integer (or an int64 array) as the int32 the core holds: two's complement, wrapped."""
+    return ((x + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
 def constant_array(name: str, ty: str, items) -> str:

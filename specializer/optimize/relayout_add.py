@@ -45,17 +45,13 @@ class Add:
         return f"int8 add into {quote(self.output)}: left on {CALLEE} ({self.reason})"
 
 
-def _wrap32(x: np.ndarray) -> np.ndarray:
-    return ((x + (1 << 31)) % (1 << 32)) - (1 << 31)
-
-
 def input_table(offset: int, multiplier: int, shift: int, left_shift: int) -> np.ndarray:
     """arm_nn_requantize((v + offset) << left_shift, multiplier, shift) for the int8 value v of
     each byte 0..255 (int32 products wrapping as on the core), int64."""
     byte = np.arange(256, dtype=np.int64)
     v = np.where(byte > 127, byte - 256, byte)
-    x = _wrap32((v + offset) << left_shift)
-    x = _wrap32(x << max(shift, 0))  # a positive shift is a left shift first
+    x = int8_layout.wrap32((v + offset) << left_shift)
+    x = int8_layout.wrap32(x << max(shift, 0))  # a positive shift is a left shift first
     return requant_proof.reference(x, multiplier, min(shift, 0))
 
 

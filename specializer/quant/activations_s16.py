@@ -19,15 +19,13 @@ CMSIS-NN v7.0.0's arm_nn_activation_s16.c.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import ClassVar
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from specializer.quant import calls
-from specializer.quant.params import _Block
+from specializer.quant.fixedpoint import tflite_round
+from specializer.quant.params import LogisticS16Params, SigmoidLikeS16Params, TanhS16Params
 
 Shape = tuple[int, ...]
 OUT_SCALE = 2.0 ** -15  # Q0.15, what TFLite Micro requires of both ops' int16 output
@@ -94,54 +92,15 @@ def tanh16(x, mult: int = 3, shift: int = 0):
     return (r >> 8).astype(jnp.int16)
 
 
-# ---------------------------------------------------------------- blocks
-
-
-@dataclass(frozen=True)
-class _Sigmoid16(_Block):
-    """int16 in, Q0.15 out; the input rescaled by (x * input_multiplier + round) >> input_left_shift
-    (the power-of-two case already as multiplier 3 << shift, shift 0)."""
-    activation_bits: ClassVar[int] = 16
-    shape: Shape
-    input_multiplier: int
-    input_left_shift: int
-
-    def __post_init__(self):
-        # x * multiplier + round stays an int32 for every int16 x (TFLite Micro's are <= 32767)
-        if not (0 < self.input_multiplier < 1 << 15 and 0 <= self.input_left_shift <= 31):
-            raise ValueError(f"{self.op}: input multiplier {self.input_multiplier} / left shift "
-                             f"{self.input_left_shift} out of range ((0, 32768) and [0, 31])")
-
-    @property
-    def cmsis_left_shift(self) -> int | None:
-        return cmsis_left_shift(self.input_multiplier, self.input_left_shift)
-
-
-def cmsis_left_shift(multiplier: int, shift: int) -> int | None:
-    """arm_nn_activation_s16's left_shift for a block's (multiplier, left shift), or None: the
-    multiplier is not 3 * 2^k. It computes x * (3 << left_shift), or (x * 3 + round) >> -left_shift:
-    for multiplier 3 * 2^k that is (x * multiplier + round) >> shift with left_shift = k - shift
-    (the low bits the shift drops are the rounding term's alone)."""
-    if multiplier % 3 or (multiplier // 3) & (multiplier // 3 - 1):
-        return None
-    return (multiplier // 3).bit_length() - 1 - shift
-
-
-@dataclass(frozen=True)
-class LogisticS16Params(_Sigmoid16):
-    op: ClassVar[str] = "logistic_s16"
-
-
-@dataclass(frozen=True)
-class TanhS16Params(_Sigmoid16):
-    op: ClassVar[str] = "tanh_s16"
+# ---------------------------------------------------------------- blocks (parameters: params.LogisticS16Params,
+# params.TanhS16Params)
 
 
 def _checked_log2(x: float) -> tuple[bool, int]:
     """TFLite's CheckedLog2 in float32: (within 1e-3 of a power of two, the rounded log2)."""
     f = np.float32
     x_log2 = f(f(np.log(f(x))) * f(f(1.0) / f(np.log(f(2.0)))))
-    rounded = f(math.copysign(math.floor(abs(float(x_log2)) + 0.5), float(x_log2)))
+    rounded = f(tflite_round(float(x_log2)))
     return bool(abs(f(x_log2 - rounded)) < f(1e-3)), int(rounded)
 
 
@@ -180,7 +139,7 @@ def tanh_params(shape: Shape, in_scale: float, in_zp: int, out_scale: float, out
     return TanhS16Params(tuple(shape), *_input_rescale("TANH", in_scale, (0, 1)))
 
 
-def _block(x, p: _Sigmoid16, fn):
+def _block(x, p: SigmoidLikeS16Params, fn):
     if tuple(x.shape) != tuple(p.shape) or x.dtype != jnp.int16:
         raise ValueError(f"{p.op}: input must be int16{list(p.shape)}, got {x.dtype}{list(x.shape)}")
     lowered = calls.call(p, p.shape, x)  # None: no arm_nn_activation_s16 for it; capture records why

@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 
 from specializer.quant.params import (AddParams, ConvParams, DepthwiseParams, FullyConnectedParams, LstmParams,
-                                      MulParams, PoolParams, SoftmaxParams, SoftmaxS16Params, SubParams,
-                                      SvdfParams, TransposeConvParams)
+                                      MulParams, PoolParams, SigmoidLikeS16Params, SoftmaxParams, SoftmaxS16Params,
+                                      SubParams, SvdfParams, TransposeConvParams)
 
 TARGET_PREFIX = "cmsis_nn."
 # XLA's legacy custom-call ABI (void fn(void *out, const void **in)): the only kind a handler
@@ -82,7 +82,7 @@ def unsupported(p) -> str | None:
         # compute exactly: windows that cover a pixel, left_shift >= 16, rows of <= 511; an int16
         # softmax's shift <= 15
         return None
-    if getattr(p, "op", None) in ("logistic_s16", "tanh_s16"):  # quant/activations_s16.py (which imports this)
+    if isinstance(p, SigmoidLikeS16Params):
         if p.cmsis_left_shift is None:
             return (f"input multiplier {p.input_multiplier} is not 3 x a power of two (arm_nn_activation_s16 "
                     "takes a shift only)")

@@ -19,6 +19,11 @@ I32_MIN = -(1 << 31)
 I32_MAX = (1 << 31) - 1
 
 
+def tflite_round(v: float) -> int:
+    """TfLiteRound (std::round): halves away from zero; exact for a float32 widened to double."""
+    return int(math.copysign(math.floor(abs(v) + 0.5), v))
+
+
 def quantize_multiplier(real: float) -> tuple[int, int]:
     """TFLite's QuantizeMultiplier: real = multiplier * 2**(shift - 31), multiplier in
     [2**30, 2**31) (0 for real 0); a real below about 2**-31 flushes to (0, 0)."""

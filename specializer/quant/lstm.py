@@ -16,7 +16,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from specializer.quant import activations_s16, calls
+from specializer.quant import calls
+from specializer.quant.activations_s16 import sigmoid16  # multiplier 3, no shift: Q3.12 in, Q0.15 out
+from specializer.quant.activations_s16 import tanh16 as _tanh16
 from specializer.quant.blocks import _matmul_nt
 from specializer.quant.fixedpoint import requantize
 from specializer.quant.params import LstmParams
@@ -25,15 +27,10 @@ GATE_SCALE, GATE_OUT_SCALE = 2.0 ** -12, 2.0 ** -15  # TFLite Micro's int16 gate
 CELL_POWERS = (-30, 15)  # cell state scales 2**p the block takes (the int16 tanh's input shift stays in an int32)
 
 
-def sigmoid16(x):
-    """TFLite's int16 Logistic with input multiplier 3 and no shift (Q3.12 in, Q0.15 out)."""
-    return activations_s16.sigmoid16(x)
-
-
 def tanh16(x, cell_scale_power: int = -12):
     """TFLite's int16 Tanh as the LSTM calls it: input at 2**cell_scale_power, output Q0.15."""
     shift = 15 + cell_scale_power - 3
-    return activations_s16.tanh16(x, 3 << shift, 0) if shift >= 0 else activations_s16.tanh16(x, 3, -shift)
+    return _tanh16(x, 3 << shift, 0) if shift >= 0 else _tanh16(x, 3, -shift)
 
 
 def _sat16(v):

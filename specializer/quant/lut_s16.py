@@ -19,18 +19,18 @@ outputs in tests/test_softmax_s16.py).
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
+
+from specializer.quant.fixedpoint import tflite_round
 
 SIZE = 513
 _F = np.float32
 
 
 def _round(x: np.float32) -> np.float32:
-    """TfLiteRound on a float: halves away from zero (exact in double for a float32)."""
-    v = float(x)
-    return _F(math.copysign(math.floor(abs(v) + 0.5), v))
+    """TfLiteRound on a float32, as a float32."""
+    return _F(tflite_round(float(x)))
 
 
 def populate(input_scale: float, input_zero_point: int, output_scale: float, output_zero_point: int,

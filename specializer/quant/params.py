@@ -436,6 +436,47 @@ class SoftmaxS16Params(_Block):
 
 
 @dataclass(frozen=True)
+class SigmoidLikeS16Params(_Block):
+    """int16 LOGISTIC / TANH (quant/activations_s16.py): int16 in, Q0.15 out; the input rescaled
+    by (x * input_multiplier + round) >> input_left_shift (the power-of-two case already as
+    multiplier 3 << shift, shift 0)."""
+    activation_bits: ClassVar[int] = 16
+    shape: tuple[int, ...]
+    input_multiplier: int
+    input_left_shift: int
+
+    def __post_init__(self):
+        # x * multiplier + round stays an int32 for every int16 x (TFLite Micro's are <= 32767)
+        if not (0 < self.input_multiplier < 1 << 15 and 0 <= self.input_left_shift <= 31):
+            raise ValueError(f"{self.op}: input multiplier {self.input_multiplier} / left shift "
+                             f"{self.input_left_shift} out of range ((0, 32768) and [0, 31])")
+
+    @property
+    def cmsis_left_shift(self) -> int | None:
+        return cmsis_left_shift(self.input_multiplier, self.input_left_shift)
+
+
+def cmsis_left_shift(multiplier: int, shift: int) -> int | None:
+    """arm_nn_activation_s16's left_shift for a block's (multiplier, left shift), or None: the
+    multiplier is not 3 * 2^k. It computes x * (3 << left_shift), or (x * 3 + round) >> -left_shift:
+    for multiplier 3 * 2^k that is (x * multiplier + round) >> shift with left_shift = k - shift
+    (the low bits the shift drops are the rounding term's alone)."""
+    if multiplier % 3 or (multiplier // 3) & (multiplier // 3 - 1):
+        return None
+    return (multiplier // 3).bit_length() - 1 - shift
+
+
+@dataclass(frozen=True)
+class LogisticS16Params(SigmoidLikeS16Params):
+    op: ClassVar[str] = "logistic_s16"
+
+
+@dataclass(frozen=True)
+class TanhS16Params(SigmoidLikeS16Params):
+    op: ClassVar[str] = "tanh_s16"
+
+
+@dataclass(frozen=True)
 class MeanParams(_Block):
     """TFLite's int8 MEAN (reference QuantizedMeanOrSum; CMSIS-NN has no kernel): the int32 sum over
     `axes`, less input_zero_point per summed element, requantized by multiplier/shift (1/count
